@@ -28,25 +28,40 @@ func service(
         .target(
             name: "\(name)ProtoC", dependencies: ["CProtobufC"] + imports.map { .init(stringLiteral: "\($0)ProtoC") },
             path: "\(folder)/ProtoC"),
-        .target(name: "\(name)API", dependencies: ["Schema", "RPC", .init(stringLiteral: "\(name)ProtoC")] + importedAPIs, path: "\(folder)/API"),
-        .target(name: "\(name)Core", dependencies: ["Base", "Storage", "TLS"] + core, path: "\(folder)/Core", resources: coreResources),
         .target(
-            name: "\(name)Service", dependencies: [.init(stringLiteral: "\(name)Core"), api, "RPC", "Schema"] + importedAPIs + jobs + service,
+            name: "\(name)API", dependencies: ["Schema", "RPC", .init(stringLiteral: "\(name)ProtoC")] + importedAPIs,
+            path: "\(folder)/API"),
+        .target(
+            name: "\(name)Core", dependencies: ["Base", "Storage", "TLS"] + core, path: "\(folder)/Core",
+            resources: coreResources),
+        .target(
+            name: "\(name)Service",
+            dependencies: [.init(stringLiteral: "\(name)Core"), api, "RPC", "Schema"] + importedAPIs + jobs + service,
             path: "\(folder)/Service", resources: serviceResources),
         .executableTarget(
             name: executable,
-            dependencies: [.init(stringLiteral: "\(name)Core"), .init(stringLiteral: "\(name)Service"), "ServiceKit", "Base", argumentParser]
+            dependencies: [
+                .init(stringLiteral: "\(name)Core"), .init(stringLiteral: "\(name)Service"), "ServiceKit", "Base",
+                argumentParser,
+            ]
                 + ["Identity", "RPC"] + jobs + app,
             path: "\(folder)/App", resources: appResources),
         .target(
-            name: "\(name)CLI", dependencies: ["GatewayKit", "RPC", "Schema", api, argumentParser] + importedAPIs + cli,
+            name: "\(name)CLI",
+            dependencies: ["GatewayKit", "RPC", "Schema", api, argumentParser] + importedAPIs + cli,
             path: "\(folder)/CLI"),
         .testTarget(
-            name: "\(name)CoreTests", dependencies: [.init(stringLiteral: "\(name)Core"), "Storage", "StorageTestSupport", "Base", "TLS", "TestSupport"] + coreTests,
+            name: "\(name)CoreTests",
+            dependencies: [
+                .init(stringLiteral: "\(name)Core"), "Storage", "StorageTestSupport", "Base", "TLS", "TestSupport",
+            ] + coreTests,
             path: "Tests/\(name)CoreTests"),
         .testTarget(
             name: "\(name)ServiceTests",
-            dependencies: [.init(stringLiteral: "\(name)Core"), .init(stringLiteral: "\(name)Service"), api, "RPC", "Schema", "RPCTesting", "TestSupport", "StorageTestSupport"]
+            dependencies: [
+                .init(stringLiteral: "\(name)Core"), .init(stringLiteral: "\(name)Service"), api, "RPC", "Schema",
+                "RPCTesting", "TestSupport", "StorageTestSupport",
+            ]
                 + importedAPIs + jobs + serviceTests,
             path: "Tests/\(name)ServiceTests"),
     ]
@@ -65,7 +80,7 @@ let package = Package(
         .executable(name: "menagerie-bench", targets: ["menagerie-bench"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
     ],
     targets: [
         // MARK: System libraries (wrapped once, in Shared/)
@@ -103,7 +118,7 @@ let package = Package(
         .target(
             name: "TorchShim", path: "Shared/TorchShim",
             cxxSettings: [
-                .unsafeFlags(["-I/usr/include/torch/csrc/api/include", "-Wno-deprecated-declarations"]),
+                .unsafeFlags(["-I/usr/include/torch/csrc/api/include", "-Wno-deprecated-declarations"])
             ],
             linkerSettings: [
                 .linkedLibrary("torch"), .linkedLibrary("torch_cpu"), .linkedLibrary("c10"),
@@ -113,7 +128,9 @@ let package = Package(
         .target(
             name: "OpenCVShim", path: "Shared/OpenCVShim",
             cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4"])],
-            linkerSettings: [.linkedLibrary("opencv_dnn"), .linkedLibrary("opencv_imgproc"), .linkedLibrary("opencv_core")]),
+            linkerSettings: [
+                .linkedLibrary("opencv_dnn"), .linkedLibrary("opencv_imgproc"), .linkedLibrary("opencv_core"),
+            ]),
         .target(name: "OpenCVDNN", dependencies: ["OpenCVShim"], path: "Shared/OpenCVDNN"),
         // PaddleOCR's PP-OCR detection and recognition networks through OpenCVDNN: the OCR service's second engine.
         .target(name: "PPOCR", dependencies: ["Base", "OpenCVDNN", "TLS", "SevenSegment"], path: "Shared/PPOCR"),
@@ -127,7 +144,9 @@ let package = Package(
         // PNG, JPEG, WebP and HEIF decoding (libpng's simplified API, libjpeg-turbo, libwebp, libheif) behind a tiny C API.
         .target(
             name: "CImageCodecs", path: "Shared/CImageCodecs",
-            linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("jpeg"), .linkedLibrary("webp"), .linkedLibrary("heif")]),
+            linkerSettings: [
+                .linkedLibrary("png16"), .linkedLibrary("jpeg"), .linkedLibrary("webp"), .linkedLibrary("heif"),
+            ]),
 
         // MARK: Schema: the protobuf-c bridge every generated message uses (no messages of its own), and its generator
         .target(name: "Schema", dependencies: ["CProtobufC"], path: "Shared/Schema"),
@@ -159,40 +178,52 @@ let package = Package(
         .target(name: "TLSStreams", dependencies: ["Base", "TCP", "TLS"], path: "Shared/TLSStreams"),
         .target(name: "ServerSeam", dependencies: ["RPC", "TCP"], path: "Shared/ServerSeam"),
         .target(
-            name: "ServerCore", dependencies: ["Base", "RPC", "RPCWire", "TCP", "ServerSeam"], path: "Shared/ServerCore"),
+            name: "ServerCore", dependencies: ["Base", "RPC", "RPCWire", "TCP", "ServerSeam"], path: "Shared/ServerCore"
+        ),
         .target(
-            name: "Framing", dependencies: ["Base", "RPC", "RPCWire", "Schema", "TCP", "TLS", "TLSStreams", "ServerSeam"],
+            name: "Framing",
+            dependencies: ["Base", "RPC", "RPCWire", "Schema", "TCP", "TLS", "TLSStreams", "ServerSeam"],
             path: "Shared/Framing"),
         .target(
-            name: "Connect", dependencies: ["Base", "RPC", "Schema", "HTTP", "TCP", "ServerSeam"], path: "Shared/Connect"),
+            name: "Connect", dependencies: ["Base", "RPC", "Schema", "HTTP", "TCP", "ServerSeam"],
+            path: "Shared/Connect"),
         .target(
             name: "Transport",
             dependencies: [
-                "Base", "RPC", "RPCWire", "Schema", "HTTP", "TLS", "TCP", "TLSStreams", "ServerSeam", "ServerCore", "Framing", "Connect",
+                "Base", "RPC", "RPCWire", "Schema", "HTTP", "TLS", "TCP", "TLSStreams", "ServerSeam", "ServerCore",
+                "Framing", "Connect",
             ],
             path: "Shared/Transport"),
         // Jobs: the domain and persistence (no RPC), jobs.proto's API, and the Jobs rpcs every service with long work offers.
         .target(name: "Jobs", dependencies: ["Base", "Storage", "WorkLane"], path: "Shared/Jobs"),
         .target(name: "JobsProtoC", dependencies: ["CProtobufC"], path: "Shared/JobsProtoC"),
         .target(name: "JobsAPI", dependencies: ["Schema", "RPC", "JobsProtoC"], path: "Shared/JobsAPI"),
-        .target(name: "JobsService", dependencies: ["Base", "Jobs", "Storage", "WorkLane", "RPC", "Schema", "JobsAPI"], path: "Shared/JobsService"),
+        .target(
+            name: "JobsService", dependencies: ["Base", "Jobs", "Storage", "WorkLane", "RPC", "Schema", "JobsAPI"],
+            path: "Shared/JobsService"),
         // Blobs: large payloads by content hash on each node's disk (BlobStore: no RPC), blobs.proto's API, and the
         // rpcs the replicas of a service serve each other with the store that replicates through them (BlobsService).
         .target(name: "BlobStore", dependencies: ["Base", "TLS"], path: "Shared/BlobStore"),
         .target(name: "BlobsProtoC", dependencies: ["CProtobufC"], path: "Shared/BlobsProtoC"),
         .target(name: "BlobsAPI", dependencies: ["Schema", "RPC", "BlobsProtoC"], path: "Shared/BlobsAPI"),
         .target(
-            name: "BlobsService", dependencies: ["Base", "BlobStore", "BlobsAPI", "RPC", "Schema", "Transport", "WorkLane"],
+            name: "BlobsService",
+            dependencies: ["Base", "BlobStore", "BlobsAPI", "RPC", "Schema", "Transport", "WorkLane"],
             path: "Shared/BlobsService"),
         // Identity: the stack's users and tokens (a shared SQLite file), the token check and the server's guard.
         .target(name: "Identity", dependencies: ["Base", "RPC", "Schema", "Storage", "TLS"], path: "Shared/Identity"),
         .target(
             name: "ServiceKit",
-            dependencies: ["Base", "RPC", "Transport", "Storage", "WorkLane", "HTTP", "Jobs", "Identity", "Dqlite", "Allocator", argumentParser],
+            dependencies: [
+                "Base", "RPC", "Transport", "Storage", "WorkLane", "HTTP", "Jobs", "Identity", "Dqlite", "Allocator",
+                argumentParser,
+            ],
             path: "Shared/ServiceKit"),
 
         // MARK: Domain libraries
-        .target(name: "TextRecognition", dependencies: ["CTesseract", "CImageCodecs", "WorkLane"], path: "Shared/TextRecognition"),
+        .target(
+            name: "TextRecognition", dependencies: ["CTesseract", "CImageCodecs", "WorkLane"],
+            path: "Shared/TextRecognition"),
 
         // MARK: Gateway: GatewayKit is what every service's command group shares; App assembles the groups.
         .target(
@@ -211,33 +242,44 @@ let package = Package(
             path: "Services/Gateway/App"),
         // compose's logic once the build is done (compose/compose hands over to it): the services file read by
         // GatewayKit's ServiceList, its one parser.
-        .executableTarget(name: "menagerie-compose", dependencies: ["GatewayKit", "Base"], path: "Services/Gateway/Compose"),
+        .executableTarget(
+            name: "menagerie-compose", dependencies: ["GatewayKit", "Base"], path: "Services/Gateway/Compose"),
 
         // MARK: Benchmarks
         .executableTarget(
             name: "menagerie-bench",
             dependencies: [
-                "RPC", "RPCWire", "Transport", "HTTP", "Schema", "ZooCore", "ZooService", "ZooAPI", "RPCTesting", "OCRCore",
-                "OCRService", "OCRAPI", "OCRTestSupport", "TextRecognition", "PPOCR", "SevenSegment", "WorkLane", "HealthCore", "HealthService", "HealthAPI", "HealthBridge",
+                "RPC", "RPCWire", "Transport", "HTTP", "Schema", "ZooCore", "ZooService", "ZooAPI", "RPCTesting",
+                "OCRCore",
+                "OCRService", "OCRAPI", "OCRTestSupport", "TextRecognition", "PPOCR", "SevenSegment", "WorkLane",
+                "HealthCore", "HealthService", "HealthAPI", "HealthBridge",
                 // The classification suite trains and serves in process, so this executable links libtorch.
-                "ClassificationCore", "ClassificationService", "ClassificationAPI", "ClassificationTestSupport", "Jobs", "JobsAPI", "ServiceKit", "Torch", "Identity", "Storage",
+                "ClassificationCore", "ClassificationService", "ClassificationAPI", "ClassificationTestSupport", "Jobs",
+                "JobsAPI", "ServiceKit", "Torch", "Identity", "Storage",
             ],
             path: "Tests/Benchmarks", exclude: ["peers"]),
         // Fixed counts of unary echo calls, server and client in separate processes, for callgrind and strace.
         .executableTarget(
-            name: "rpc-profile", dependencies: ["RPC", "RPCWire", "Transport", "RPCTesting"], path: "Tests/RPCProfile", exclude: ["profile.sh"]),
+            name: "rpc-profile", dependencies: ["RPC", "RPCWire", "Transport", "RPCTesting"], path: "Tests/RPCProfile",
+            exclude: ["profile.sh"]),
 
         // MARK: Tests
         // Test-only protos (Proto/modules.conf places them here): schema fixtures, and the test jobs service's API.
         .target(name: "FixturesProtoC", dependencies: ["CProtobufC", "RPCWireProtoC"], path: "Tests/FixturesProtoC"),
-        .target(name: "FixturesAPI", dependencies: ["Schema", "RPC", "RPCWire", "FixturesProtoC"], path: "Tests/FixturesAPI"),
-        .target(name: "JobsTestingProtoC", dependencies: ["CProtobufC", "JobsProtoC"], path: "Tests/JobsTestingProtoC"),
-        .target(name: "JobsTestingAPI", dependencies: ["Schema", "RPC", "JobsAPI", "JobsTestingProtoC"], path: "Tests/JobsTestingAPI"),
+        .target(
+            name: "FixturesAPI", dependencies: ["Schema", "RPC", "RPCWire", "FixturesProtoC"], path: "Tests/FixturesAPI"
+        ),
+        .target(
+            name: "JobsTestingProtoC", dependencies: ["CProtobufC", "JobsProtoC"], path: "Tests/JobsTestingProtoC"),
+        .target(
+            name: "JobsTestingAPI", dependencies: ["Schema", "RPC", "JobsAPI", "JobsTestingProtoC"],
+            path: "Tests/JobsTestingAPI"),
         // A service running test jobs, for the tests that kill a replica (built by `swift build --build-tests`).
         .executableTarget(
             name: "jobs-test-service",
             dependencies: [
-                "Base", "ServiceKit", "Jobs", "JobsService", "JobsAPI", "JobsTestingAPI", "Storage", "Schema", "RPC", "WorkLane",
+                "Base", "ServiceKit", "Jobs", "JobsService", "JobsAPI", "JobsTestingAPI", "Storage", "Schema", "RPC",
+                "WorkLane",
                 argumentParser,
             ],
             path: "Tests/JobsTestService"),
@@ -245,27 +287,36 @@ let package = Package(
         .testTarget(
             name: "JobsTests",
             dependencies: [
-                "Base", "Jobs", "JobsService", "JobsAPI", "JobsTestingAPI", "Storage", "WorkLane", "RPC", "RPCWire", "Schema",
+                "Base", "Jobs", "JobsService", "JobsAPI", "JobsTestingAPI", "Storage", "WorkLane", "RPC", "RPCWire",
+                "Schema",
                 "Transport", "TestSupport",
             ],
             path: "Tests/JobsTests"),
         .testTarget(
             name: "SchemaTests",
             dependencies: [
-                "Schema", "RPCWire", "JobsAPI", "BlobsAPI", "ZooAPI", "OCRAPI", "HealthAPI", "ClassificationAPI", "FixturesAPI", "JobsTestingAPI",
+                "Schema", "RPCWire", "JobsAPI", "BlobsAPI", "ZooAPI", "OCRAPI", "HealthAPI", "ClassificationAPI",
+                "FixturesAPI", "JobsTestingAPI",
                 "GuestbookAPI", "SchemaGenerator", "TestSupport",
             ],
             path: "Tests/SchemaTests", exclude: ["protojson_samples.py"]),
         // The zoo's visitor page in headless Chromium (drive_page.py), against the zoo executable.
-        .testTarget(name: "WebPageTests", dependencies: ["TestSupport"], path: "Tests/WebPageTests", exclude: ["drive_page.py"]),
         .testTarget(
-            name: "StorageTests", dependencies: ["Storage", "StorageTestSupport", "WorkLane", "TestSupport", "Dqlite", "Base"],
+            name: "WebPageTests", dependencies: ["TestSupport"], path: "Tests/WebPageTests", exclude: ["drive_page.py"]),
+        .testTarget(
+            name: "StorageTests",
+            dependencies: ["Storage", "StorageTestSupport", "WorkLane", "TestSupport", "Dqlite", "Base"],
             path: "Tests/StorageTests"),
         // The tests' choice of storage backend (MENAGERIE_STORAGE_BACKEND) and the one-node dqlite cluster behind it.
-        .target(name: "StorageTestSupport", dependencies: ["Storage", "Dqlite", "TestSupport"], path: "Tests/StorageTestSupport"),
+        .target(
+            name: "StorageTestSupport", dependencies: ["Storage", "Dqlite", "TestSupport"],
+            path: "Tests/StorageTestSupport"),
         .testTarget(
             name: "BlobStoreTests",
-            dependencies: ["BlobStore", "TLS", "BlobsAPI", "BlobsService", "Base", "RPC", "Transport", "WorkLane", "Identity", "TestSupport"],
+            dependencies: [
+                "BlobStore", "TLS", "BlobsAPI", "BlobsService", "Base", "RPC", "Transport", "WorkLane", "Identity",
+                "TestSupport",
+            ],
             path: "Tests/BlobStoreTests"),
         .testTarget(name: "DqliteTests", dependencies: ["Dqlite", "Base", "TestSupport"], path: "Tests/DqliteTests"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -274,51 +325,68 @@ let package = Package(
         .target(name: "RPCTesting", dependencies: ["RPC", "RPCWire", "Transport", "Schema"], path: "Tests/RPCTesting"),
         // What the RPC and transport tests share: a harness over both transports, faulty services.
         .target(
-            name: "RPCTestSupport", dependencies: ["RPC", "RPCWire", "Transport", "Schema", "RPCTesting", "TestSupport"],
+            name: "RPCTestSupport",
+            dependencies: ["RPC", "RPCWire", "Transport", "Schema", "RPCTesting", "TestSupport"],
             path: "Tests/RPCTestSupport"),
         .testTarget(
             name: "RPCTests",
             dependencies: [
-                "RPC", "RPCWire", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport", "Base", "Storage", "WorkLane",
+                "RPC", "RPCWire", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport", "Base",
+                "Storage", "WorkLane",
             ],
             path: "Tests/RPCTests"),
         .testTarget(
             name: "TransportTests",
             dependencies: [
-                "RPC", "RPCWire", "Transport", "TCP", "TLSStreams", "ServerSeam", "ServerCore", "Framing", "Connect", "Schema", "TestSupport",
+                "RPC", "RPCWire", "Transport", "TCP", "TLSStreams", "ServerSeam", "ServerCore", "Framing", "Connect",
+                "Schema", "TestSupport",
                 "RPCTesting", "RPCTestSupport", "HTTP", "TLS",
             ],
             path: "Tests/TransportTests"),
         .testTarget(
             name: "ServiceKitTests",
             dependencies: [
-                "Base", "ServiceKit", "RPC", "RPCWire", "Schema", "Storage", "WorkLane", "Transport", "TestSupport", "RPCTesting",
+                "Base", "ServiceKit", "RPC", "RPCWire", "Schema", "Storage", "WorkLane", "Transport", "TestSupport",
+                "RPCTesting",
             ],
             path: "Tests/ServiceKitTests"),
         .testTarget(
-            name: "GatewayKitTests", dependencies: ["GatewayKit", "TestSupport", "RPC", "RPCWire", "JobsAPI", "OCRAPI", "ZooAPI", "Transport", "Schema"],
+            name: "GatewayKitTests",
+            dependencies: [
+                "GatewayKit", "TestSupport", "RPC", "RPCWire", "JobsAPI", "OCRAPI", "ZooAPI", "Transport", "Schema",
+            ],
             path: "Tests/GatewayKitTests"),
         .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
         .testTarget(
-            name: "IdentityTests", dependencies: ["Identity", "RPC", "Schema", "Storage", "StorageTestSupport", "Base", "TestSupport"],
+            name: "IdentityTests",
+            dependencies: ["Identity", "RPC", "Schema", "Storage", "StorageTestSupport", "Base", "TestSupport"],
             path: "Tests/IdentityTests"),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"], path: "Tests/HTTPTests"),
         .testTarget(name: "TLSTests", dependencies: ["Base", "TLS", "TestSupport"], path: "Tests/TLSTests"),
         // The module graph's promises (no domain under the runtime, no other domain in a service), read from this file.
         .testTarget(name: "ArchitectureTests", path: "Tests/ArchitectureTests"),
-        .testTarget(name: "PPOCRTests", dependencies: ["PPOCR", "OpenCVDNN", "TextRecognition", "SevenSegment", "OCRPolicy"], path: "Tests/PPOCRTests"),
-        .testTarget(name: "TextRecognitionTests", dependencies: ["TextRecognition", "WorkLane", "OCRTestSupport"], path: "Tests/TextRecognitionTests"),
+        .testTarget(
+            name: "PPOCRTests", dependencies: ["PPOCR", "OpenCVDNN", "TextRecognition", "SevenSegment", "OCRPolicy"],
+            path: "Tests/PPOCRTests"),
+        .testTarget(
+            name: "TextRecognitionTests", dependencies: ["TextRecognition", "WorkLane", "OCRTestSupport"],
+            path: "Tests/TextRecognitionTests"),
         // What the OCR tests and the benchmark share: the shared pages, CER, the tesseract program, rendered pages.
         .target(name: "OCRTestSupport", dependencies: ["TextRecognition"], path: "Tests/OCRTestSupport"),
-        .target(name: "ClassificationTestSupport", dependencies: ["ClassificationCore"], path: "Tests/ClassificationTestSupport"),
+        .target(
+            name: "ClassificationTestSupport", dependencies: ["ClassificationCore"],
+            path: "Tests/ClassificationTestSupport"),
         .testTarget(
             name: "IntegrationTests",
             // Torch compiles the TorchScript modules the classification tests import (the test bundle links it anyway).
             // The API modules read the gateway's --json output back as the responses' JSON mapping.
-            dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport", "OCRTestSupport", "TextRecognition", "Torch",
-                           "RPCWire", "ZooAPI", "OCRAPI", "HealthAPI", "ClassificationAPI", "Dqlite", "Storage",
-                           // What docs/build-docs documents, built so that DocsTests finds them in the bin directory.
-                           "ServiceKit", "JobsService", "GuestbookAPI"],
+            dependencies: [
+                "RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport", "OCRTestSupport",
+                "TextRecognition", "Torch",
+                "RPCWire", "ZooAPI", "OCRAPI", "HealthAPI", "ClassificationAPI", "Dqlite", "Storage",
+                // What docs/build-docs documents, built so that DocsTests finds them in the bin directory.
+                "ServiceKit", "JobsService", "GuestbookAPI",
+            ],
             path: "Tests/IntegrationTests"),
     ]
         // MARK: Services
@@ -331,17 +399,24 @@ let package = Package(
             coreResources: [.copy("SampleData")], serviceResources: [.copy("Web")])
         + service(
             "OCR", executable: "ocr", imports: ["Jobs"],
-            core: ["TextRecognition", "WorkLane", "PPOCR", "OpenCVDNN", "OCRPolicy"], service: ["TextRecognition", "WorkLane", "Allocator"],
-            app: ["TextRecognition", "PPOCR", "SevenSegment"], cli: ["OCRPolicy"], coreTests: ["TextRecognition", "OCRTestSupport", "PPOCR", "SevenSegment"],
+            core: ["TextRecognition", "WorkLane", "PPOCR", "OpenCVDNN", "OCRPolicy"],
+            service: ["TextRecognition", "WorkLane", "Allocator"],
+            app: ["TextRecognition", "PPOCR", "SevenSegment"], cli: ["OCRPolicy"],
+            coreTests: ["TextRecognition", "OCRTestSupport", "PPOCR", "SevenSegment"],
             serviceTests: ["WorkLane", "Storage", "TextRecognition", "Transport", "OCRTestSupport"])
         // The record thresholds the service applies and the gateway's help states (no engine linked into the gateway).
         + [.target(name: "OCRPolicy", path: "Services/OCR/Policy")]
         + service(
-            "Health", executable: "health", core: ["Zip"], service: ["WorkLane", "HealthBridge", "Identity"], cli: ["HealthCore", "HealthBridge"],
+            "Health", executable: "health", core: ["Zip"], service: ["WorkLane", "HealthBridge", "Identity"],
+            cli: ["HealthCore", "HealthBridge"],
             coreTests: ["Dqlite"], serviceTests: ["HealthBridge", "Identity"])
         // Domain ⇄ proto conversions and the device sync's adapter over the typed client: shared by the handlers and
         // the gateway, so `gateway health sync` links no server code.
-        + [.target(name: "HealthBridge", dependencies: ["HealthCore", "HealthAPI", "RPC", "Schema"], path: "Services/Health/Bridge")]
+        + [
+            .target(
+                name: "HealthBridge", dependencies: ["HealthCore", "HealthAPI", "RPC", "Schema"],
+                path: "Services/Health/Bridge")
+        ]
         + service(
             "Classification", executable: "classification", imports: ["Jobs"],
             core: ["Torch", "OpenCVDNN", "CImageCodecs", "BlobStore"], service: ["Torch", "WorkLane", "Zip"],

@@ -82,21 +82,26 @@ public struct Logger: Sendable {
 
     public func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
         guard level >= Logger.level else { return }
-        let line = Self.line(timestamp: Self.timestamp(), level: level, label: label, message: message(), format: Logger.format)
+        let line = Self.line(
+            timestamp: Self.timestamp(), level: level, label: label, message: message(), format: Logger.format)
         Logger.output.withLock { _ in
             FileHandle.standardError.write(Data(line.utf8))
         }
     }
 
     /// One log line, newline included, in `format`.
-    public static func line(timestamp: String, level: LogLevel, label: String, message: String, format: LogFormat) -> String {
+    public static func line(timestamp: String, level: LogLevel, label: String, message: String, format: LogFormat)
+        -> String
+    {
         switch format {
         case .text:
             return "\(timestamp) \(level.name) \(sanitized(label)): \(sanitized(message))\n"
         case .logfmt:
-            return "ts=\(timestamp) level=\(level.name) service=\"\(escaped(label, json: false))\" msg=\"\(escaped(message, json: false))\"\n"
+            return
+                "ts=\(timestamp) level=\(level.name) service=\"\(escaped(label, json: false))\" msg=\"\(escaped(message, json: false))\"\n"
         case .json:
-            return "{\"ts\":\"\(timestamp)\",\"level\":\"\(level.name)\",\"service\":\"\(escaped(label, json: true))\",\"msg\":\"\(escaped(message, json: true))\"}\n"
+            return
+                "{\"ts\":\"\(timestamp)\",\"level\":\"\(level.name)\",\"service\":\"\(escaped(label, json: true))\",\"msg\":\"\(escaped(message, json: true))\"}\n"
         }
     }
 

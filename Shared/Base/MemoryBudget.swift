@@ -41,7 +41,9 @@ public final class MemoryBudget: Sendable {
     /// backpressure before refusal: the caller consumes nothing of its client's stream meanwhile, so flow
     /// control stops the client within one window. False when they still do not fit, or at once when
     /// `gaveUp` says the caller is gone (checked between tries; a cancelled task gives up too).
-    public func reserve(_ bytes: Int, waitingUpTo patience: Duration, unless gaveUp: @Sendable () -> Bool = { false }) async -> Bool {
+    public func reserve(_ bytes: Int, waitingUpTo patience: Duration, unless gaveUp: @Sendable () -> Bool = { false })
+        async -> Bool
+    {
         let started = ContinuousClock.now
         var pause = Duration.milliseconds(5)
         while !take(bytes) {
@@ -58,7 +60,8 @@ public final class MemoryBudget: Sendable {
         var current = taken.load(ordering: .relaxed)
         while true {
             guard current + bytes <= limit else { return false }
-            let (exchanged, original) = taken.compareExchange(expected: current, desired: current + bytes, ordering: .relaxed)
+            let (exchanged, original) = taken.compareExchange(
+                expected: current, desired: current + bytes, ordering: .relaxed)
             if exchanged { return true }
             current = original
         }

@@ -67,7 +67,8 @@ public final class BlobStore: BlobStoring, Sendable {
     /// INVALID_ARGUMENT unless `hash` is a valid hash.
     public static func checkHash(_ hash: String) throws(BlobError) {
         guard isValidHash(hash) else {
-            throw BlobError(.invalidArgument, "\"\(hash.prefix(80))\" is no blob hash (64 lowercase hexadecimal digits of SHA-256)")
+            throw BlobError(
+                .invalidArgument, "\"\(hash.prefix(80))\" is no blob hash (64 lowercase hexadecimal digits of SHA-256)")
         }
     }
 
@@ -119,7 +120,9 @@ public final class BlobStore: BlobStoring, Sendable {
         if done < size { bytes.removeLast(size - done) }
         guard SHA256.hex(bytes) == hash else {
             quarantine(hash)
-            throw BlobError(.dataLoss, "blob \(hash) on this node is damaged (its bytes hash otherwise); moved aside to \(directory)/corrupt")
+            throw BlobError(
+                .dataLoss,
+                "blob \(hash) on this node is damaged (its bytes hash otherwise); moved aside to \(directory)/corrupt")
         }
         return bytes
     }
@@ -138,7 +141,8 @@ public final class BlobStore: BlobStoring, Sendable {
     public func writer(expecting hash: String, size: Int) throws -> Writer {
         try Self.checkHash(hash)
         guard size >= 0, size <= maxSize else {
-            throw BlobError(.resourceExhausted, "blob \(hash) of \(size) bytes is larger than this store takes (\(maxSize))")
+            throw BlobError(
+                .resourceExhausted, "blob \(hash) of \(size) bytes is larger than this store takes (\(maxSize))")
         }
         return try Writer(store: self, hash: hash, size: size)
     }

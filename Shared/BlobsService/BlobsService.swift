@@ -36,17 +36,24 @@ public struct BlobsService: BlobsV1.Blobs.ServiceProtocol {
         guard let replicaCertificate, context.peerCertificate != replicaCertificate else { return }
         throw BlobError(
             .permissionDenied,
-            "\(context.method) is for the replicas of this service: it needs a client certificate of \(replicaCertificate) (got \(context.peerCertificate ?? "none"))")
+            "\(context.method) is for the replicas of this service: it needs a client certificate of \(replicaCertificate) (got \(context.peerCertificate ?? "none"))"
+        )
     }
 
-    public func putBlob(requests: RequestStream<BlobsV1.PutBlobRequest>, context: ServerContext) async throws -> BlobsV1.PutBlobResponse {
+    public func putBlob(requests: RequestStream<BlobsV1.PutBlobRequest>, context: ServerContext) async throws
+        -> BlobsV1.PutBlobResponse
+    {
         try admit(context)
         var messages = requests.makeAsyncIterator()
-        guard let first = try await messages.next() else { throw RPCError(.invalidArgument, "PutBlob: no message (the first names the blob)") }
+        guard let first = try await messages.next() else {
+            throw RPCError(.invalidArgument, "PutBlob: no message (the first names the blob)")
+        }
         let hash = first.hash
         try BlobStore.checkHash(hash)
         guard first.size <= UInt64(store.maxSize) else {
-            throw BlobError(.resourceExhausted, "blob \(hash) of \(first.size) bytes is larger than this node takes (\(store.maxSize))")
+            throw BlobError(
+                .resourceExhausted,
+                "blob \(hash) of \(first.size) bytes is larger than this node takes (\(store.maxSize))")
         }
         if store.has(hash) {
             // Read to the end, so the sender's stream closes cleanly; nothing is written.
@@ -57,7 +64,8 @@ public struct BlobsService: BlobsV1.Blobs.ServiceProtocol {
         var message: BlobsV1.PutBlobRequest? = first
         while let piece = message {
             guard piece.data.count <= Self.chunkSize else {
-                throw BlobError(.invalidArgument, "blob \(hash): a piece of \(piece.data.count) bytes (at most \(Self.chunkSize))")
+                throw BlobError(
+                    .invalidArgument, "blob \(hash): a piece of \(piece.data.count) bytes (at most \(Self.chunkSize))")
             }
             guard piece.hash.isEmpty || piece.hash == hash, piece.size == 0 || piece.size == first.size else {
                 throw BlobError(.invalidArgument, "blob \(hash): a later piece names another blob")
@@ -69,7 +77,9 @@ public struct BlobsService: BlobsV1.Blobs.ServiceProtocol {
         return BlobsV1.PutBlobResponse(alreadyPresent: false)
     }
 
-    public func getBlob(request: BlobsV1.GetBlobRequest, response: ResponseWriter<BlobsV1.BlobChunk>, context: ServerContext) async throws {
+    public func getBlob(
+        request: BlobsV1.GetBlobRequest, response: ResponseWriter<BlobsV1.BlobChunk>, context: ServerContext
+    ) async throws {
         try admit(context)
         try BlobStore.checkHash(request.hash)
         let store = store, hash = request.hash
@@ -77,21 +87,26 @@ public struct BlobsService: BlobsV1.Blobs.ServiceProtocol {
         let held = MemoryReservation(budget)
         defer { held.releaseAll() }
         if let size = store.size(of: hash), !(await held.grow(by: size, waitingUpTo: .seconds(5))) {
-            throw BlobError(.resourceExhausted, "the memory budget cannot hold blob \(hash) (\(size) bytes) now; retry later")
+            throw BlobError(
+                .resourceExhausted, "the memory budget cannot hold blob \(hash) (\(size) bytes) now; retry later")
         }
         let bytes = try await lane.run { try store.get(hash) }
         var offset = 0
         repeat {
             let end = min(bytes.count, offset + Self.chunkSize)
-            try await response.send(BlobsV1.BlobChunk(size: offset == 0 ? UInt64(bytes.count) : 0, data: Array(bytes[offset..<end])))
+            try await response.send(
+                BlobsV1.BlobChunk(size: offset == 0 ? UInt64(bytes.count) : 0, data: Array(bytes[offset..<end])))
             offset = end
         } while offset < bytes.count
     }
 
-    public func hasBlobs(request: BlobsV1.HasBlobsRequest, context: ServerContext) async throws -> BlobsV1.HasBlobsResponse {
+    public func hasBlobs(request: BlobsV1.HasBlobsRequest, context: ServerContext) async throws
+        -> BlobsV1.HasBlobsResponse
+    {
         try admit(context)
         guard request.hashes.count <= Self.maxHashesAsked else {
-            throw BlobError(.invalidArgument, "HasBlobs: \(request.hashes.count) hashes (at most \(Self.maxHashesAsked) a call)")
+            throw BlobError(
+                .invalidArgument, "HasBlobs: \(request.hashes.count) hashes (at most \(Self.maxHashesAsked) a call)")
         }
         for hash in request.hashes { try BlobStore.checkHash(hash) }
         return BlobsV1.HasBlobsResponse(present: request.hashes.filter(store.has))

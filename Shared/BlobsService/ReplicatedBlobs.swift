@@ -33,7 +33,9 @@ public final class ReplicatedBlobs: BlobStoring, Sendable {
     /// Where the next put starts among the peers, so the second copies spread over them.
     private let next = Atomic<Int>(0)
 
-    public init(local: BlobStore, peers: [Peer], copies: Int = 2, timeout: Duration = .seconds(60), logger: Logger? = nil) {
+    public init(
+        local: BlobStore, peers: [Peer], copies: Int = 2, timeout: Duration = .seconds(60), logger: Logger? = nil
+    ) {
         self.local = local
         self.peers = peers
         self.copies = max(1, copies)
@@ -99,7 +101,8 @@ public final class ReplicatedBlobs: BlobStoring, Sendable {
                 failures.append("\(peer.name): \(Self.describe(error))")
             }
         }
-        let message = "blob \(hash) is on \(1 + stored) node(s) of the \(needed + 1) a write needs (\(failures.joined(separator: "; ")))"
+        let message =
+            "blob \(hash) is on \(1 + stored) node(s) of the \(needed + 1) a write needs (\(failures.joined(separator: "; ")))"
         logger?.warning(message)
         throw BlobError(.unavailable, message)
     }
@@ -126,7 +129,9 @@ public final class ReplicatedBlobs: BlobStoring, Sendable {
                 failures.append("\(peer.name): \(Self.describe(error))")
             }
         }
-        let message = "blob \(hash) is \(reason)" + (peers.isEmpty ? " and this node has no peers" : ", nor on a peer (\(failures.joined(separator: "; ")))")
+        let message =
+            "blob \(hash) is \(reason)"
+            + (peers.isEmpty ? " and this node has no peers" : ", nor on a peer (\(failures.joined(separator: "; ")))")
         throw BlobError(unreachable ? .unavailable : .notFound, message)
     }
 
@@ -144,7 +149,8 @@ public final class ReplicatedBlobs: BlobStoring, Sendable {
             do {
                 for start in stride(from: 0, to: held.count, by: BlobsService.maxHashesAsked) {
                     let batch = Array(held[start..<min(held.count, start + BlobsService.maxHashesAsked)])
-                    let answer = try await peer.client.hasBlobs(BlobsV1.HasBlobsRequest(hashes: batch), options: CallOptions(timeout: timeout))
+                    let answer = try await peer.client.hasBlobs(
+                        BlobsV1.HasBlobsRequest(hashes: batch), options: CallOptions(timeout: timeout))
                     holders[index].formUnion(answer.present)
                 }
             } catch {
@@ -167,12 +173,16 @@ public final class ReplicatedBlobs: BlobStoring, Sendable {
             }
             if count < needed { short += 1 }
         }
-        if sent > 0 || short > 0 { logger?.info("blob repair: \(sent) copies sent, \(short) blob(s) still on fewer than \(needed) nodes") }
+        if sent > 0 || short > 0 {
+            logger?.info("blob repair: \(sent) copies sent, \(short) blob(s) still on fewer than \(needed) nodes")
+        }
         return (sent, short)
     }
 
     /// Runs `repair` over `hashes()` (the blobs the service's rows name) every `interval`, until cancelled.
-    public func repairer(every interval: Duration, hashes: @escaping @Sendable () async throws -> [String]) -> any BackgroundService {
+    public func repairer(every interval: Duration, hashes: @escaping @Sendable () async throws -> [String])
+        -> any BackgroundService
+    {
         Repairer(blobs: self, interval: interval, hashes: hashes)
     }
 
@@ -205,7 +215,9 @@ public final class ReplicatedBlobs: BlobStoring, Sendable {
                 let end = min(bytes.count, offset + BlobsService.chunkSize)
                 let data = Array(bytes[offset..<end])
                 try await writer.send(
-                    offset == 0 ? BlobsV1.PutBlobRequest(hash: hash, size: UInt64(bytes.count), data: data) : BlobsV1.PutBlobRequest(data: data))
+                    offset == 0
+                        ? BlobsV1.PutBlobRequest(hash: hash, size: UInt64(bytes.count), data: data)
+                        : BlobsV1.PutBlobRequest(data: data))
                 offset = end
             } while offset < bytes.count
         }
@@ -215,14 +227,19 @@ public final class ReplicatedBlobs: BlobStoring, Sendable {
     /// refused as INVALID_ARGUMENT by the writer and never kept).
     private func pull(_ hash: String, from peer: Peer) async throws {
         var writer: BlobStore.Writer?
-        for try await chunk in peer.client.getBlob(BlobsV1.GetBlobRequest(hash: hash), options: CallOptions(timeout: timeout)) {
+        for try await chunk in peer.client.getBlob(
+            BlobsV1.GetBlobRequest(hash: hash), options: CallOptions(timeout: timeout))
+        {
             if writer == nil { writer = try local.writer(expecting: hash, size: Int(clamping: chunk.size)) }
             guard chunk.data.count <= BlobsService.chunkSize else {
-                throw BlobError(.invalidArgument, "peer \(peer.name) sent a piece of blob \(hash) of \(chunk.data.count) bytes")
+                throw BlobError(
+                    .invalidArgument, "peer \(peer.name) sent a piece of blob \(hash) of \(chunk.data.count) bytes")
             }
             try writer!.append(chunk.data)
         }
-        guard let writer else { throw BlobError(.invalidArgument, "peer \(peer.name) answered blob \(hash) with nothing") }
+        guard let writer else {
+            throw BlobError(.invalidArgument, "peer \(peer.name) answered blob \(hash) with nothing")
+        }
         try writer.commit()
     }
 

@@ -27,7 +27,8 @@ public final class AnswerCache: Sendable {
 
         /// A REST route's request: its name, its path and query as sent, and whether it takes gzip.
         package init(route: String, _ request: HTTPRequest) {
-            self.init(method: route, json: true, gzip: request.acceptsGzip, get: true, request: Array(request.target.utf8))
+            self.init(
+                method: route, json: true, gzip: request.acceptsGzip, get: true, request: Array(request.target.utf8))
         }
     }
 

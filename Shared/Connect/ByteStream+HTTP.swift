@@ -9,9 +9,13 @@ extension ByteStream {
     package func send(_ response: HTTPResponse, closing: Bool, sealing: Bool = false) {
         let head = response.serializedHead(closing: closing)
         head.withUnsafeBytes { head in
-            send(headOfSize: head.count, body: response.hasBody ? response.body : [], tailOfSize: 0, sealing: sealing, { destination in
-                if let base = head.baseAddress { destination.baseAddress!.copyMemory(from: base, byteCount: head.count) }
-            }, { _ in })
+            send(
+                headOfSize: head.count, body: response.hasBody ? response.body : [], tailOfSize: 0, sealing: sealing,
+                { destination in
+                    if let base = head.baseAddress {
+                        destination.baseAddress!.copyMemory(from: base, byteCount: head.count)
+                    }
+                }, { _ in })
         }
     }
 }

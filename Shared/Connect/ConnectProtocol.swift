@@ -53,7 +53,9 @@ package enum ConnectProtocol {
                 guard query["connect"] == "v1" else {
                     throw .http(.text(400, "a Connect GET needs connect=v1 in its query"))
                 }
-                guard let encodingName = query["encoding"] else { throw .http(.text(400, "a Connect GET needs encoding= in its query")) }
+                guard let encodingName = query["encoding"] else {
+                    throw .http(.text(400, "a Connect GET needs encoding= in its query"))
+                }
                 guard let encoding = Encoding(name: encodingName) else {
                     throw .http(.text(415, "encoding \(encodingName) is not served; use json or proto"))
                 }
@@ -79,7 +81,10 @@ package enum ConnectProtocol {
                 case "application/json": encoding = .json
                 case "application/proto": encoding = .proto
                 default:
-                    var response = HTTPResponse.text(415, "Content-Type \(type.isEmpty ? "(none)" : type) is not served: use application/json or application/proto")
+                    var response = HTTPResponse.text(
+                        415,
+                        "Content-Type \(type.isEmpty ? "(none)" : type) is not served: use application/json or application/proto"
+                    )
                     response.headers.add("Accept-Post", "application/json, application/proto")
                     throw .http(response)
                 }
@@ -87,19 +92,29 @@ package enum ConnectProtocol {
                 compression = request.headers["content-encoding"]
             }
             if let info = method?.info, info.clientStreaming || info.serverStreaming {
-                throw .http(.text(415, "\(info.path) is a streaming method: call it with application/connect+json or application/connect+proto"))
+                throw .http(
+                    .text(
+                        415,
+                        "\(info.path) is a streaming method: call it with application/connect+json or application/connect+proto"
+                    ))
             }
             if let version = request.headers["connect-protocol-version"], version != "1" {
-                throw .rpc(RPCError(.invalidArgument, "Connect-Protocol-Version \(version) is not served; this server speaks 1"), encoding)
+                throw .rpc(
+                    RPCError(
+                        .invalidArgument, "Connect-Protocol-Version \(version) is not served; this server speaks 1"),
+                    encoding)
             }
             switch compression?.lowercased() {
             case nil, "identity": self.compression = .identity
             case "gzip": self.compression = .gzip
             case let other?:
-                throw .rpc(RPCError(.unimplemented, "compression \(other) is not served; gzip and identity are"), encoding)
+                throw .rpc(
+                    RPCError(.unimplemented, "compression \(other) is not served; gzip and identity are"), encoding)
             }
             if encoding == .json, let method, method.json == nil {
-                throw .rpc(RPCError(.unimplemented, "\(method.info.path) has no JSON mapping; use application/proto"), encoding)
+                throw .rpc(
+                    RPCError(.unimplemented, "\(method.info.path) has no JSON mapping; use application/proto"), encoding
+                )
             }
             payload = body
             deadline = try Self.deadline(request.headers["connect-timeout-ms"], encoding)
@@ -109,7 +124,9 @@ package enum ConnectProtocol {
         /// Decodes this call's body on its worker: nil when it is protobuf as it came, which needs no decoding.
         func decoder(maxMessageSize: Int, budget: MemoryBudget?) -> RequestDecoder? {
             guard encoding == .json || compression != .identity else { return nil }
-            return ConnectProtocol.decoder(encoding: encoding, maxMessageSize: maxMessageSize, budget: budget) { body in (compression, body) }
+            return ConnectProtocol.decoder(encoding: encoding, maxMessageSize: maxMessageSize, budget: budget) { body in
+                (compression, body)
+            }
         }
 
         static func codings(_ values: [String]) -> [String] {
@@ -131,7 +148,11 @@ package enum ConnectProtocol {
             var metadata = Metadata()
             for (name, value) in headers {
                 let key = name.lowercased()
-                if ConnectProtocol.protocolHeaders.contains(key) || key.hasPrefix("connect-") || key.hasPrefix("access-control-") { continue }
+                if ConnectProtocol.protocolHeaders.contains(key) || key.hasPrefix("connect-")
+                    || key.hasPrefix("access-control-")
+                {
+                    continue
+                }
                 metadata.add(key, value)
             }
             return metadata
@@ -156,7 +177,9 @@ package enum ConnectProtocol {
             if compression == .gzip {
                 message = try inflate(message, limit: limit, budget: budget, holding: &held)
             } else if message.count > limit {
-                throw RPCError(.resourceExhausted, "the request of \(message.count) bytes is over \(method.info.path)'s limit of \(limit) bytes")
+                throw RPCError(
+                    .resourceExhausted,
+                    "the request of \(message.count) bytes is over \(method.info.path)'s limit of \(limit) bytes")
             }
             guard encoding == .json else { return message }
             guard let json = method.json else {
@@ -165,7 +188,9 @@ package enum ConnectProtocol {
             // Reading JSON copies the text once more (into a String); a large one's copy is budgeted as well.
             if message.count >= MemoryBudget.largeFrame, let budget {
                 guard budget.reserve(message.count) else {
-                    throw RPCError(.resourceExhausted, "the memory budget cannot hold the JSON of \(message.count) bytes being read now; retry later")
+                    throw RPCError(
+                        .resourceExhausted,
+                        "the memory budget cannot hold the JSON of \(message.count) bytes being read now; retry later")
                 }
                 held += message.count
             }
@@ -175,7 +200,9 @@ package enum ConnectProtocol {
 
     /// `bytes` inflated within `limit` and what `budget` grants, step by step; what it took is added to `held`, for
     /// the caller to give back once done with the bytes.
-    package static func inflate(_ bytes: [UInt8], limit: Int, budget: MemoryBudget?, holding held: inout Int) throws(RPCError) -> [UInt8] {
+    package static func inflate(_ bytes: [UInt8], limit: Int, budget: MemoryBudget?, holding held: inout Int)
+        throws(RPCError) -> [UInt8]
+    {
         do {
             return try Gzip.decompress(bytes, limit: limit) { piece in
                 guard let budget else { return true }
@@ -186,7 +213,10 @@ package enum ConnectProtocol {
         } catch {
             switch error.kind {
             case .malformed: throw RPCError(.invalidArgument, "the gzip body does not decompress: \(error)")
-            case .overLimit: throw RPCError(.resourceExhausted, "the request \(error.reason.replacingOccurrences(of: "the body ", with: "")), its method's limit")
+            case .overLimit:
+                throw RPCError(
+                    .resourceExhausted,
+                    "the request \(error.reason.replacingOccurrences(of: "the body ", with: "")), its method's limit")
             case .overBudget: throw RPCError(.resourceExhausted, "\(error.reason); retry later")
             }
         }
@@ -196,7 +226,9 @@ package enum ConnectProtocol {
     /// HTTP routes take it the same way.
     package static func deadline(_ value: String?) throws(RPCError) -> ContinuousClock.Instant? {
         guard let value else { return nil }
-        guard !value.isEmpty, value.utf8.count <= 10, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let ms = Int64(value) else {
+        guard !value.isEmpty, value.utf8.count <= 10, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+            let ms = Int64(value)
+        else {
             throw RPCError(.invalidArgument, "Connect-Timeout-Ms must be 1 to 10 digits, not \(value)")
         }
         return .now + .milliseconds(ms)
@@ -205,7 +237,8 @@ package enum ConnectProtocol {
     /// Headers HTTP and Connect use themselves, which are no call metadata.
     package static let protocolHeaders: Set<String> = [
         "host", "content-type", "content-length", "content-encoding", "accept-encoding", "accept", "connection",
-        "transfer-encoding", "te", "keep-alive", "upgrade", "origin", "referer", "if-none-match", "cache-control", "pragma",
+        "transfer-encoding", "te", "keep-alive", "upgrade", "origin", "referer", "if-none-match", "cache-control",
+        "pragma",
     ]
 
     /// A query string's parameters, percent-decoded (`+` as a space, as forms send it); the first of a repeated name wins.
@@ -234,9 +267,12 @@ package enum ConnectProtocol {
     /// Connect's error body, `{"code": "not_found", "message": "…"}`, with the status its code maps to
     /// (or `status`), always JSON whatever the request's encoding.
     package static func errorResponse(_ error: RPCError, status: Int? = nil) -> HTTPResponse {
-        let body = JSONValue.object([JSONMember("code", .string(error.code.connectName)), JSONMember("message", .string(error.message))])
+        let body = JSONValue.object([
+            JSONMember("code", .string(error.code.connectName)), JSONMember("message", .string(error.message)),
+        ])
         return HTTPResponse(
-            status: status ?? error.code.httpStatus, headers: ["Content-Type": "application/json"], body: Array(body.serialized().utf8))
+            status: status ?? error.code.httpStatus, headers: ["Content-Type": "application/json"],
+            body: Array(body.serialized().utf8))
     }
 
     /// The error body of a call whose answer could not be written (its response did not map to JSON).
@@ -248,14 +284,17 @@ package enum ConnectProtocol {
     // MARK: CORS
 
     /// Headers a browser may send on a call: Connect's and those that carry metadata.
-    package static let allowedHeaders = "Content-Type, Content-Encoding, Accept-Encoding, Connect-Content-Encoding, Connect-Accept-Encoding, Connect-Protocol-Version, Connect-Timeout-Ms, Authorization, X-User-Agent"
+    package static let allowedHeaders =
+        "Content-Type, Content-Encoding, Accept-Encoding, Connect-Content-Encoding, Connect-Accept-Encoding, Connect-Protocol-Version, Connect-Timeout-Ms, Authorization, X-User-Agent"
 
     /// Lets a web app on any origin call (the services hold no cookies: credentials are bearer
     /// tokens in `Authorization`), so the origin is echoed and `Vary` says so.
     package static func addCORS(to headers: inout HTTPHeaders, origin: String?) {
         guard let origin else { return }
         headers.add("Access-Control-Allow-Origin", origin)
-        headers.add("Access-Control-Expose-Headers", "Content-Encoding, Connect-Content-Encoding, ETag, Grpc-Status, Grpc-Message")
+        headers.add(
+            "Access-Control-Expose-Headers",
+            "Content-Encoding, Connect-Content-Encoding, ETag, Grpc-Status, Grpc-Message")
         if headers["Vary"] == nil { headers.add("Vary", "Origin") }
     }
 
@@ -265,7 +304,8 @@ package enum ConnectProtocol {
         let origin = request.headers["origin"]
         addCORS(to: &response.headers, origin: origin)
         response.headers.add("Access-Control-Allow-Methods", "POST, GET, OPTIONS")
-        response.headers.add("Access-Control-Allow-Headers", request.headers["access-control-request-headers"] ?? allowedHeaders)
+        response.headers.add(
+            "Access-Control-Allow-Headers", request.headers["access-control-request-headers"] ?? allowedHeaders)
         response.headers.add("Access-Control-Max-Age", "86400")
         response.headers.add("Allow", "POST, GET, OPTIONS")
         return response

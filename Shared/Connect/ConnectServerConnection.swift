@@ -24,8 +24,10 @@ import TCP
 /// request opens its call once the body ended (see `StreamedBody`).
 ///
 /// Loop thread, except what the wire's `answered` hops back from.
-package final class ConnectServerConnection<Stream: ByteStream, Calls: ConnectionCalls>: ServerConnection, ConnectionReader,
-    @unchecked Sendable {
+package final class ConnectServerConnection<Stream: ByteStream, Calls: ConnectionCalls>: ServerConnection,
+    ConnectionReader,
+    @unchecked Sendable
+{
     package let stream: Stream
     package let socket: TCPConnection
     /// The server that accepted it, and what its HTTP side serves beside Connect calls.
@@ -60,7 +62,8 @@ package final class ConnectServerConnection<Stream: ByteStream, Calls: Connectio
 
     /// Serves `stream`, carried by `socket`, for `host`: Connect calls (those `calls` makes for its wire) and `face`.
     package init(
-        stream: Stream, socket: TCPConnection, host: any ConnectionHost, face: HTTPFace, calls makeCalls: (ConnectWire<Stream>) -> Calls
+        stream: Stream, socket: TCPConnection, host: any ConnectionHost, face: HTTPFace,
+        calls makeCalls: (ConnectWire<Stream>) -> Calls
     ) {
         self.stream = stream
         self.socket = socket
@@ -187,8 +190,10 @@ package final class ConnectServerConnection<Stream: ByteStream, Calls: Connectio
         guard let refusal = host.rpcServer.refusal(of: head) else { return false }
         requests += 1
         busy = true
-        let encoding: ConnectProtocol.Encoding = ConnectProtocol.mediaType(request.headers["content-type"]).hasSuffix("proto") ? .proto : .json
-        exchanges.begin(requests, ConnectExchange(encoding: encoding, origin: request.headers["origin"], keepAlive: false))
+        let encoding: ConnectProtocol.Encoding =
+            ConnectProtocol.mediaType(request.headers["content-type"]).hasSuffix("proto") ? .proto : .json
+        exchanges.begin(
+            requests, ConnectExchange(encoding: encoding, origin: request.headers["origin"], keepAlive: false))
         calls.refuse(requests, head, refusal)
         return true
     }
@@ -243,7 +248,9 @@ package final class ConnectServerConnection<Stream: ByteStream, Calls: Connectio
     private func refuseForBudget() {
         let wanted = parser.bodyBytesExpected
         var response = ConnectProtocol.errorResponse(
-            RPCError(.resourceExhausted, "the server's memory budget cannot hold a body of \(wanted) bytes now; retry later"), status: 503)
+            RPCError(
+                .resourceExhausted, "the server's memory budget cannot hold a body of \(wanted) bytes now; retry later"),
+            status: 503)
         response.headers.add("Retry-After", "1")
         stream.send(response, closing: true, sealing: true)
         close("a body of \(wanted) bytes does not fit in the memory budget")
@@ -275,7 +282,9 @@ package final class ConnectServerConnection<Stream: ByteStream, Calls: Connectio
             // A GET (or HEAD) that is neither a route nor a Connect call (no such method, no connect=v1) is a
             // missing page, as any web server says, not a malformed call.
             let isHEAD = request.method == "HEAD"
-            if request.method == "GET" || isHEAD, host.rpcServer.method(path) == nil, ConnectProtocol.query(request.query ?? "")["connect"] == nil {
+            if request.method == "GET" || isHEAD, host.rpcServer.method(path) == nil,
+                ConnectProtocol.query(request.query ?? "")["connect"] == nil
+            {
                 answerAtOnce(.text(404, "nothing at \(path)"), keepAlive: keepAlive, origin: origin, headOnly: isHEAD)
                 return
             }
@@ -292,11 +301,18 @@ package final class ConnectServerConnection<Stream: ByteStream, Calls: Connectio
         do {
             call = try ConnectProtocol.Call(request, method: method)
             // Kept answers are found by the request as it came; a compressed one (rare for reads) is not looked up.
-            if let cache = face.answerCache, cache.covers(path), method?.info.sideEffectFree == true, call.compression == .identity {
+            if let cache = face.answerCache, cache.covers(path), method?.info.sideEffectFree == true,
+                call.compression == .identity
+            {
                 let key = AnswerCache.Key(
-                    method: path, json: call.encoding == .json, gzip: call.acceptsGzip, get: call.isGET, request: call.payload)
+                    method: path, json: call.encoding == .json, gzip: call.acceptsGzip, get: call.isGET,
+                    request: call.payload)
                 let (answer, version) = cache.lookup(key)
-                if let answer, answerFromCache(answer, call, path: path, request: request, keepAlive: keepAlive, origin: origin) { return }
+                if let answer,
+                    answerFromCache(answer, call, path: path, request: request, keepAlive: keepAlive, origin: origin)
+                {
+                    return
+                }
                 kept = version.map { ConnectExchange.Kept(cache: cache, key: key, version: $0) }
             }
         } catch {
@@ -305,14 +321,21 @@ package final class ConnectServerConnection<Stream: ByteStream, Calls: Connectio
                 answerAtOnce(response, keepAlive: keepAlive, origin: origin)
             case .rpc(let error, let encoding):
                 // A request that reached a method but cannot be its call: answered as a Connect error, counted.
-                exchanges.begin(id, ConnectExchange(encoding: encoding, origin: origin, keepAlive: keepAlive, unknownMethod: method == nil))
+                exchanges.begin(
+                    id,
+                    ConnectExchange(
+                        encoding: encoding, origin: origin, keepAlive: keepAlive, unknownMethod: method == nil))
                 calls.refuse(id, CallHead(method: path, peer: stream.peer), error)
             }
             return
         }
-        exchanges.begin(id, ConnectExchange(
-            encoding: call.encoding, json: method?.json, gzip: call.acceptsGzip, origin: origin, keepAlive: keepAlive,
-            unknownMethod: method == nil, cacheable: call.isGET, ifNoneMatch: request.headers["if-none-match"], kept: kept))
+        exchanges.begin(
+            id,
+            ConnectExchange(
+                encoding: call.encoding, json: method?.json, gzip: call.acceptsGzip, origin: origin,
+                keepAlive: keepAlive,
+                unknownMethod: method == nil, cacheable: call.isGET, ifNoneMatch: request.headers["if-none-match"],
+                kept: kept))
         let head = CallHead(method: path, metadata: call.metadata, deadline: call.deadline, peer: stream.peer)
         let decoder = call.decoder(maxMessageSize: host.limits.maxMessageSize, budget: stream.budget)
         _ = calls.open(id, head, clientStreams: false, payload: call.payload, decoder: decoder)
@@ -322,14 +345,19 @@ package final class ConnectServerConnection<Stream: ByteStream, Calls: Connectio
     /// no transcoding. The call still passes the server's guard first — false when it does not, and the call then
     /// opens as any other to be refused there — and counts in its method's stats.
     private func answerFromCache(
-        _ answer: HTTPResponse, _ call: ConnectProtocol.Call, path: String, request: HTTPRequest, keepAlive: Bool, origin: String?
+        _ answer: HTTPResponse, _ call: ConnectProtocol.Call, path: String, request: HTTPRequest, keepAlive: Bool,
+        origin: String?
     ) -> Bool {
         let arrived = ContinuousClock.now
-        guard host.rpcServer.admits(CallHead(method: path, metadata: call.metadata, deadline: call.deadline, peer: stream.peer)) else {
+        guard
+            host.rpcServer.admits(
+                CallHead(method: path, metadata: call.metadata, deadline: call.deadline, peer: stream.peer))
+        else {
             return false
         }
         let exchange = ConnectExchange(
-            encoding: call.encoding, origin: origin, keepAlive: keepAlive, cacheable: call.isGET, ifNoneMatch: request.headers["if-none-match"])
+            encoding: call.encoding, origin: origin, keepAlive: keepAlive, cacheable: call.isGET,
+            ifNoneMatch: request.headers["if-none-match"])
         stream.send(exchange.answer(ok: answer), closing: !keepAlive)
         host.rpcServer.countKept(path, since: arrived)
         busy = false
@@ -352,28 +380,35 @@ package final class ConnectServerConnection<Stream: ByteStream, Calls: Connectio
         }
         let job = HTTPRouteJob(
             route: route, bound: bound, request: request, stream: stream, exchanges: exchanges, keepAlive: keepAlive,
-            origin: origin, routes: face.routes!, rpc: host.rpcServer, kept: kept) { [calls] in calls.jobEnded() }
+            origin: origin, routes: face.routes!, rpc: host.rpcServer, kept: kept
+        ) { [calls] in calls.jobEnded() }
         calls.run(job)
     }
 
     /// Sends a route's kept answer at once, on the loop, as `HTTPRouteJob` would send it (a 304 for its tag, its head
     /// alone to a HEAD); false when the guard does not admit the caller or the request's deadline cannot be read
     /// (the route then runs, to be refused or failed where calls are).
-    private func answerFromCache(_ answer: HTTPResponse, _ bound: BoundRoute, _ request: HTTPRequest, keepAlive: Bool, origin: String?) -> Bool {
+    private func answerFromCache(
+        _ answer: HTTPResponse, _ bound: BoundRoute, _ request: HTTPRequest, keepAlive: Bool, origin: String?
+    ) -> Bool {
         let arrived = ContinuousClock.now
         let deadline: ContinuousClock.Instant?
         do { deadline = try ConnectProtocol.deadline(request.headers["connect-timeout-ms"]) } catch { return false }
         let head = CallHead(
-            method: bound.guardedAs, metadata: ConnectProtocol.Call.metadata(request.headers), deadline: deadline, peer: stream.peer)
+            method: bound.guardedAs, metadata: ConnectProtocol.Call.metadata(request.headers), deadline: deadline,
+            peer: stream.peer)
         guard host.rpcServer.admits(bound, head) else { return false }
         host.rpcServer.countKept(bound, since: arrived)
-        answerAtOnce(HTTPRouteJob<Stream>.answer(answer, to: request), keepAlive: keepAlive, origin: origin, headOnly: request.method == "HEAD")
+        answerAtOnce(
+            HTTPRouteJob<Stream>.answer(answer, to: request), keepAlive: keepAlive, origin: origin,
+            headOnly: request.method == "HEAD")
         return true
     }
 
     /// Answers without a call (preflight, a request no call could be made of).
     /// `headOnly`: the answer to a HEAD, its head alone (`Content-Length` as GET's).
-    private func answerAtOnce(_ response: HTTPResponse, keepAlive: Bool, origin: String? = nil, headOnly: Bool = false) {
+    private func answerAtOnce(_ response: HTTPResponse, keepAlive: Bool, origin: String? = nil, headOnly: Bool = false)
+    {
         var response = response
         ConnectProtocol.addCORS(to: &response.headers, origin: origin)
         if headOnly {
@@ -397,7 +432,8 @@ package final class ConnectServerConnection<Stream: ByteStream, Calls: Connectio
         let path = String(request.path)
         let method = host.rpcServer.method(path)
         let head = { (call: ConnectProtocol.StreamCall?) in
-            CallHead(method: path, metadata: call?.metadata ?? Metadata(), deadline: call?.deadline, peer: self.stream.peer)
+            CallHead(
+                method: path, metadata: call?.metadata ?? Metadata(), deadline: call?.deadline, peer: self.stream.peer)
         }
         body = StreamedBody(id: id, maxMessageSize: host.limits.maxMessageSize, budget: stream.budget)
         let call: ConnectProtocol.StreamCall
@@ -408,15 +444,21 @@ package final class ConnectServerConnection<Stream: ByteStream, Calls: Connectio
             case .http(let response):
                 answerAtOnce(response, keepAlive: keepAlive, origin: origin)
             case .rpc(let error, let encoding):
-                exchanges.begin(id, ConnectExchange(
-                    encoding: encoding, origin: origin, keepAlive: keepAlive, streaming: true, chunked: request.isHTTP11))
+                exchanges.begin(
+                    id,
+                    ConnectExchange(
+                        encoding: encoding, origin: origin, keepAlive: keepAlive, streaming: true,
+                        chunked: request.isHTTP11))
                 calls.refuse(id, head(nil), error)
             }
             return
         }
-        exchanges.begin(id, ConnectExchange(
-            encoding: call.encoding, json: call.json, gzip: call.gzipResponses, origin: origin, keepAlive: keepAlive, streaming: true,
-            chunked: request.isHTTP11))
+        exchanges.begin(
+            id,
+            ConnectExchange(
+                encoding: call.encoding, json: call.json, gzip: call.gzipResponses, origin: origin,
+                keepAlive: keepAlive, streaming: true,
+                chunked: request.isHTTP11))
         body?.call = call
         body?.head = head(call)
         if call.clientStreams {
@@ -472,7 +514,8 @@ package final class ConnectServerConnection<Stream: ByteStream, Calls: Connectio
                 if let drained {
                     self.drained = drained + bytes.count
                     guard drained + bytes.count <= Self.drainLimit else {
-                        close("answered before the request's body ended, and more than \(Self.drainLimit) bytes followed")
+                        close(
+                            "answered before the request's body ended, and more than \(Self.drainLimit) bytes followed")
                         return
                     }
                 }
@@ -498,7 +541,11 @@ package final class ConnectServerConnection<Stream: ByteStream, Calls: Connectio
             body.pending = (message, 0)
         case .singleRequest:
             guard body.single == nil else {
-                failBody(body, RPCError(.invalidArgument, "\(body.head?.method ?? "") takes exactly one request; a second envelope came"))
+                failBody(
+                    body,
+                    RPCError(
+                        .invalidArgument, "\(body.head?.method ?? "") takes exactly one request; a second envelope came"
+                    ))
                 return
             }
             body.single = message
@@ -525,7 +572,7 @@ package final class ConnectServerConnection<Stream: ByteStream, Calls: Connectio
                 body.pending = (message, offset)
                 return false
             }
-            let chunk = offset == 0 && last ? message : Array(message[offset ..< offset + size])
+            let chunk = offset == 0 && last ? message : Array(message[offset..<offset + size])
             offset += size
             calls.receiveMessage(body.id, chunk, continues: !last)
             if last {
@@ -577,7 +624,9 @@ package final class ConnectServerConnection<Stream: ByteStream, Calls: Connectio
                 _ = calls.open(body.id, head, clientStreams: false, payload: single, decoder: streamDecoder(call))
                 calls.startQueued()
             } else {
-                failBody(body, RPCError(.invalidArgument, "\(body.head?.method ?? "") takes one request; the body held none"))
+                failBody(
+                    body, RPCError(.invalidArgument, "\(body.head?.method ?? "") takes one request; the body held none")
+                )
             }
         case .discarded:
             break

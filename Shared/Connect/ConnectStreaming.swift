@@ -31,7 +31,9 @@ extension ConnectProtocol {
             while start < end, isSpace(bytes[start]) { start += 1 }
             while end > start, isSpace(bytes[end - 1]) { end -= 1 }
             let type = UnsafeBufferPointer(rebasing: bytes[start..<end])
-            guard type.contains(where: { $0 >= 0x41 && $0 <= 0x5A || $0 >= 0x80 }) else { return String(decoding: type, as: UTF8.self) }
+            guard type.contains(where: { $0 >= 0x41 && $0 <= 0x5A || $0 >= 0x80 }) else {
+                return String(decoding: type, as: UTF8.self)
+            }
             return String(decoding: type, as: UTF8.self).lowercased()
         }
     }
@@ -55,7 +57,9 @@ extension ConnectProtocol {
             case "application/connect+json": encoding = .json
             case "application/connect+proto": encoding = .proto
             default:
-                var response = HTTPResponse.text(415, "Content-Type \(type) is not served: use application/connect+json or application/connect+proto")
+                var response = HTTPResponse.text(
+                    415, "Content-Type \(type) is not served: use application/connect+json or application/connect+proto"
+                )
                 response.headers.add("Accept-Post", "application/connect+json, application/connect+proto")
                 throw .http(response)
             }
@@ -65,30 +69,40 @@ extension ConnectProtocol {
             }
             let info = method.info
             guard info.clientStreaming || info.serverStreaming else {
-                throw .http(.text(415, "\(info.path) is a unary method: call it with application/json or application/proto"))
+                throw .http(
+                    .text(415, "\(info.path) is a unary method: call it with application/json or application/proto"))
             }
             if info.clientStreaming, info.serverStreaming {
-                throw .rpc(RPCError(
-                    .unimplemented,
-                    "\(info.path) is bidirectional, which Connect serves over HTTP/2 only; over HTTP/1.1 call it with the "
-                        + "binary protocol (length-prefixed frames on this same port: the gateway, RPCClient or the Python client)"),
+                throw .rpc(
+                    RPCError(
+                        .unimplemented,
+                        "\(info.path) is bidirectional, which Connect serves over HTTP/2 only; over HTTP/1.1 call it with the "
+                            + "binary protocol (length-prefixed frames on this same port: the gateway, RPCClient or the Python client)"
+                    ),
                     encoding)
             }
             clientStreams = info.clientStreaming
             if let version = request.headers["connect-protocol-version"], version != "1" {
-                throw .rpc(RPCError(.invalidArgument, "Connect-Protocol-Version \(version) is not served; this server speaks 1"), encoding)
+                throw .rpc(
+                    RPCError(
+                        .invalidArgument, "Connect-Protocol-Version \(version) is not served; this server speaks 1"),
+                    encoding)
             }
             switch request.headers["connect-content-encoding"]?.lowercased() {
             case nil, "identity": gzipRequests = false
             case "gzip": gzipRequests = true
             case let other?:
-                throw .rpc(RPCError(.unimplemented, "Connect-Content-Encoding \(other) is not served; gzip and identity are"), encoding)
+                throw .rpc(
+                    RPCError(.unimplemented, "Connect-Content-Encoding \(other) is not served; gzip and identity are"),
+                    encoding)
             }
             gzipResponses = Call.codings(request.headers.values("connect-accept-encoding")).contains("gzip")
             deadline = try Call.deadline(request.headers["connect-timeout-ms"], encoding)
             metadata = Call.metadata(request.headers)
             if encoding == .json, method.json == nil {
-                throw .rpc(RPCError(.unimplemented, "\(info.path) has no JSON mapping; use application/connect+proto"), encoding)
+                throw .rpc(
+                    RPCError(.unimplemented, "\(info.path) has no JSON mapping; use application/connect+proto"),
+                    encoding)
             }
             json = method.json
         }
@@ -97,7 +111,9 @@ extension ConnectProtocol {
         /// Only the flags are read here (on the loop); inflating and JSON wait for the worker (`decoder`).
         func request(flags: UInt8, _ payload: [UInt8]) throws(RPCError) -> [UInt8] {
             guard flags & ~compressedFlag == 0 else {
-                throw RPCError(.invalidArgument, "request envelope flags 0x\(String(flags, radix: 16)): a client sends only 0x00 or 0x01")
+                throw RPCError(
+                    .invalidArgument,
+                    "request envelope flags 0x\(String(flags, radix: 16)): a client sends only 0x00 or 0x01")
             }
             if flags & compressedFlag != 0, !gzipRequests {
                 throw RPCError(.invalidArgument, "a compressed envelope without Connect-Content-Encoding")
@@ -111,8 +127,11 @@ extension ConnectProtocol {
         /// Decodes the messages `request` made, on the call's worker (see `RequestDecoder`); nil when they need none.
         func decoder(maxMessageSize: Int, budget: MemoryBudget?) -> RequestDecoder? {
             guard needsDecoding else { return nil }
-            return ConnectProtocol.decoder(encoding: encoding, maxMessageSize: maxMessageSize, budget: budget) { message throws(RPCError) in
-                guard let flags = message.first else { throw RPCError(.internalError, "a request envelope lost its flags") }
+            return ConnectProtocol.decoder(encoding: encoding, maxMessageSize: maxMessageSize, budget: budget) {
+                message throws(RPCError) in
+                guard let flags = message.first else {
+                    throw RPCError(.internalError, "a request envelope lost its flags")
+                }
                 return (flags & compressedFlag != 0 ? .gzip : .identity, Array(message.dropFirst()))
             }
         }
@@ -121,7 +140,10 @@ extension ConnectProtocol {
     /// One envelope: `flags`, `payload`'s length (big-endian, 4 bytes), `payload`.
     package static func envelope(flags: UInt8, _ payload: [UInt8]) -> [UInt8] {
         let length = UInt32(payload.count)
-        return [flags, UInt8(length >> 24), UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8), UInt8(truncatingIfNeeded: length)]
+        return [
+            flags, UInt8(length >> 24), UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8),
+            UInt8(truncatingIfNeeded: length),
+        ]
             + payload
     }
 
@@ -129,7 +151,11 @@ extension ConnectProtocol {
     package static func endOfStream(_ error: RPCError?) -> [UInt8] {
         guard let error else { return Array("{}".utf8) }
         let body = JSONValue.object([
-            JSONMember("error", .object([JSONMember("code", .string(error.code.connectName)), JSONMember("message", .string(error.message))])),
+            JSONMember(
+                "error",
+                .object([
+                    JSONMember("code", .string(error.code.connectName)), JSONMember("message", .string(error.message)),
+                ])),
             JSONMember("metadata", .object([])),
         ])
         return Array(body.serialized().utf8)
@@ -169,19 +195,22 @@ package struct ConnectEnvelopeReader {
     /// The next whole envelope, nil while it is incomplete.
     package mutating func next() throws(RPCError) -> (flags: UInt8, payload: [UInt8])? {
         guard buffer.count - start >= 5 else { return nil }
-        let length = buffer[start + 1 ..< start + 5].reduce(0) { $0 << 8 | Int($1) }
+        let length = buffer[start + 1..<start + 5].reduce(0) { $0 << 8 | Int($1) }
         guard length <= maxMessageSize else {
-            throw RPCError(.resourceExhausted, "a request message of \(length) bytes exceeds the limit of \(maxMessageSize) bytes")
+            throw RPCError(
+                .resourceExhausted, "a request message of \(length) bytes exceeds the limit of \(maxMessageSize) bytes")
         }
         if length >= MemoryBudget.largeFrame, reserved == 0 {
             guard admit(length) else {
-                throw RPCError(.resourceExhausted, "the server's memory budget cannot hold a request message of \(length) bytes now; retry later")
+                throw RPCError(
+                    .resourceExhausted,
+                    "the server's memory budget cannot hold a request message of \(length) bytes now; retry later")
             }
             reserved = length
         }
         guard buffer.count - start - 5 >= length else { return nil }
         let flags = buffer[start]
-        let payload = Array(buffer[start + 5 ..< start + 5 + length])
+        let payload = Array(buffer[start + 5..<start + 5 + length])
         start += 5 + length
         releaseReserved()
         return (flags, payload)

@@ -130,8 +130,10 @@ package struct ConnectExchange: Sendable {
     private var ended = false
 
     init(
-        encoding: ConnectProtocol.Encoding, json: JSONTranscoder? = nil, gzip: Bool = false, origin: String?, keepAlive: Bool,
-        unknownMethod: Bool = false, cacheable: Bool = false, ifNoneMatch: String? = nil, streaming: Bool = false, chunked: Bool = true,
+        encoding: ConnectProtocol.Encoding, json: JSONTranscoder? = nil, gzip: Bool = false, origin: String?,
+        keepAlive: Bool,
+        unknownMethod: Bool = false, cacheable: Bool = false, ifNoneMatch: String? = nil, streaming: Bool = false,
+        chunked: Bool = true,
         kept: Kept? = nil
     ) {
         self.kept = kept
@@ -207,7 +209,8 @@ package struct ConnectExchange: Sendable {
             }
         }
         if gzip, message.count >= ConnectProtocol.compressionThreshold {
-            return streamHeadIfNeeded() + framed(ConnectProtocol.envelope(flags: ConnectProtocol.compressedFlag, Gzip.compress(message)))
+            return streamHeadIfNeeded()
+                + framed(ConnectProtocol.envelope(flags: ConnectProtocol.compressedFlag, Gzip.compress(message)))
         }
         return streamHeadIfNeeded() + framed(ConnectProtocol.envelope(flags: 0, message))
     }

@@ -38,7 +38,8 @@ package final class HTTPRouteJob<Stream: ByteStream>: WorkerJob, @unchecked Send
     package var workerTime: WorkerTime? { bound.workerTime }
 
     init(
-        route: HTTPRoutes.Route, bound: BoundRoute, request: HTTPRequest, stream: Stream, exchanges: ConnectExchanges, keepAlive: Bool,
+        route: HTTPRoutes.Route, bound: BoundRoute, request: HTTPRequest, stream: Stream, exchanges: ConnectExchanges,
+        keepAlive: Bool,
         origin: String?, routes: HTTPRoutes, rpc: RPCServer, kept: Kept? = nil, ended: @escaping @Sendable () -> Void
     ) {
         self.kept = kept
@@ -60,7 +61,9 @@ package final class HTTPRouteJob<Stream: ByteStream>: WorkerJob, @unchecked Send
             let head: CallHead
             let handler: @Sendable (Caller?) async throws -> HTTPResponse
             let metadata = ConnectProtocol.Call.metadata(request.headers)
-            switch Result(catching: { () throws(RPCError) in try ConnectProtocol.deadline(request.headers["connect-timeout-ms"]) }) {
+            switch Result(catching: { () throws(RPCError) in
+                try ConnectProtocol.deadline(request.headers["connect-timeout-ms"])
+            }) {
             case .success(let deadline):
                 head = CallHead(method: bound.guardedAs, metadata: metadata, deadline: deadline, peer: stream.peer)
                 handler = { [route, request, kept, bound, rpc] _ in
@@ -108,8 +111,10 @@ package final class HTTPRouteJob<Stream: ByteStream>: WorkerJob, @unchecked Send
     /// A successful answer as `request` gets it: 304 when its `If-None-Match` holds the answer's tag (what a kept
     /// answer, made for another request, must still honour), else as it is.
     package static func answer(_ response: HTTPResponse, to request: HTTPRequest) -> HTTPResponse {
-        guard response.status == 200, let tag = response.headers["etag"], let ifNoneMatch = request.headers["if-none-match"],
-              EntityTag.matches(ifNoneMatch, tag) else { return response }
+        guard response.status == 200, let tag = response.headers["etag"],
+            let ifNoneMatch = request.headers["if-none-match"],
+            EntityTag.matches(ifNoneMatch, tag)
+        else { return response }
         var headers = response.headers
         headers.remove("Content-Encoding")
         return HTTPResponse(status: 304, headers: headers)

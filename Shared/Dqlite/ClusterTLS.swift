@@ -39,22 +39,27 @@ public final class ClusterTLS: Sendable {
     public init(certificateFile: String, keyFile: String, caFile: String) throws(DqliteError) {
         do {
             server = try TLSContext(
-                role: .server, certificateFile: certificateFile, keyFile: keyFile, caFile: caFile, protocols: [Self.protocolName],
+                role: .server, certificateFile: certificateFile, keyFile: keyFile, caFile: caFile,
+                protocols: [Self.protocolName],
                 clientCertificateRequired: [Self.protocolName])
             client = try TLSContext(
-                role: .client, certificateFile: certificateFile, keyFile: keyFile, caFile: caFile, protocols: [Self.protocolName])
+                role: .client, certificateFile: certificateFile, keyFile: keyFile, caFile: caFile,
+                protocols: [Self.protocolName])
         } catch {
             throw DqliteError(.misuse, "the cluster's TLS credentials do not load: \(error)")
         }
-        admittedRoles = Self.roles(of: server.certificate?.subject ?? "").contains(Self.memberRole) ? [Self.memberRole, Self.operatorRole] : nil
+        admittedRoles =
+            Self.roles(of: server.certificate?.subject ?? "").contains(Self.memberRole)
+            ? [Self.memberRole, Self.operatorRole] : nil
     }
 
     /// The OU values of a one-line subject (`CN=health,OU=member,O=Menagerie`, RFC 2253; no escaped commas in ours).
     static func roles(of subject: String) -> Set<String> {
-        Set(subject.split(separator: ",").compactMap { part in
-            let pair = part.trimmingCharacters(in: .whitespaces)
-            return pair.hasPrefix("OU=") ? String(pair.dropFirst(3)) : nil
-        })
+        Set(
+            subject.split(separator: ",").compactMap { part in
+                let pair = part.trimmingCharacters(in: .whitespaces)
+                return pair.hasPrefix("OU=") ? String(pair.dropFirst(3)) : nil
+            })
     }
 
     /// Whether the relay lets in a peer that presented `certificate` (verified against the CA by then).
@@ -79,7 +84,8 @@ public final class ClusterTLS: Sendable {
             try Self.handshake(session, on: sealed, until: deadline, with: address)
             var pair: [Int32] = [-1, -1]
             guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
-                throw DqliteError(.node, "cannot make a socket pair for TLS to \(address): \(String(cString: strerror(errno)))")
+                throw DqliteError(
+                    .node, "cannot make a socket pair for TLS to \(address): \(String(cString: strerror(errno)))")
             }
             Self.relay(plain: pair[1], sealed: sealed, session: session)
             return pair[0]
@@ -120,7 +126,9 @@ public final class ClusterTLS: Sendable {
                 _ = flush(session, to: sealed, through: buffer)  // the alert, so the peer learns why
                 throw DqliteError(.noLeader, "TLS with dqlite node \(peer) failed: \(error)")
             }
-            guard flush(session, to: sealed, through: buffer) else { throw DqliteError(.noLeader, "dqlite node \(peer) closed the TLS handshake") }
+            guard flush(session, to: sealed, through: buffer) else {
+                throw DqliteError(.noLeader, "dqlite node \(peer) closed the TLS handshake")
+            }
             switch progress {
             case .established: return
             case .closed: throw DqliteError(.noLeader, "dqlite node \(peer) closed the TLS handshake")
@@ -132,7 +140,9 @@ public final class ClusterTLS: Sendable {
                 throw DqliteError(.noLeader, "TLS handshake with dqlite node \(peer) timed out")
             }
             let count = Glibc.read(sealed, buffer.baseAddress, buffer.count)
-            guard count > 0 else { throw DqliteError(.noLeader, "dqlite node \(peer) closed the connection during the TLS handshake") }
+            guard count > 0 else {
+                throw DqliteError(.noLeader, "dqlite node \(peer) closed the connection during the TLS handshake")
+            }
             session.feed(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
         }
     }
@@ -207,7 +217,9 @@ public final class ClusterTLS: Sendable {
         // The peer's first records may have come with the end of its handshake and been fed already: the socket
         // will not signal them again (seen: a request sent right after the handshake waited until the timeout).
         guard deliverOpened() else { return }
-        var sockets = [pollfd(fd: plain, events: Int16(POLLIN), revents: 0), pollfd(fd: sealed, events: Int16(POLLIN), revents: 0)]
+        var sockets = [
+            pollfd(fd: plain, events: Int16(POLLIN), revents: 0), pollfd(fd: sealed, events: Int16(POLLIN), revents: 0),
+        ]
         while true {
             let ready = poll(&sockets, 2, -1)
             if ready < 0, errno == EINTR { continue }
@@ -227,7 +239,8 @@ public final class ClusterTLS: Sendable {
                 let count = Glibc.read(sealed, inbound.baseAddress, inbound.count)
                 guard count > 0 else { return }
                 session.feed(UnsafeRawBufferPointer(rebasing: inbound[..<count]))
-                guard deliverOpened(), flush(session, to: sealed, through: outbound) else { return }  // and a key update's answer
+                // and a key update's answer
+                guard deliverOpened(), flush(session, to: sealed, through: outbound) else { return }
             }
         }
     }
@@ -277,7 +290,10 @@ public final class ClusterTLS: Sendable {
                 Glibc.close(listening)
                 Glibc.close(wakeUp)
             }
-            var sockets = [pollfd(fd: listening, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeUp, events: Int16(POLLIN), revents: 0)]
+            var sockets = [
+                pollfd(fd: listening, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: wakeUp, events: Int16(POLLIN), revents: 0),
+            ]
             while true {
                 let ready = poll(&sockets, 2, -1)
                 if ready < 0, errno == EINTR { continue }
@@ -349,11 +365,16 @@ public final class ClusterTLS: Sendable {
                 throw DqliteError(.node, "cannot resolve \(address): \(String(cString: gai_strerror(code)))")
             }
             defer { freeaddrinfo(found) }
-            let descriptor = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard descriptor >= 0 else { throw DqliteError(.node, "cannot make a socket: \(String(cString: strerror(errno)))") }
+            let descriptor = socket(
+                info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard descriptor >= 0 else {
+                throw DqliteError(.node, "cannot make a socket: \(String(cString: strerror(errno)))")
+            }
             var on: Int32 = 1
             setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
-            guard Glibc.bind(descriptor, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0, Glibc.listen(descriptor, 128) == 0 else {
+            guard Glibc.bind(descriptor, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0,
+                Glibc.listen(descriptor, 128) == 0
+            else {
                 let reason = String(cString: strerror(errno))
                 Glibc.close(descriptor)
                 throw DqliteError(.node, "cannot listen on \(address) for the cluster's TLS: \(reason)")

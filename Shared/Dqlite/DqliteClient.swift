@@ -51,7 +51,9 @@ public final class DqliteClient: Sendable {
         self.discoveryTimeout = min(discoveryTimeout ?? callTimeout, callTimeout)
         self.leaderWait = leaderWait
         self.tls = tls
-        watch = localNode.map { LeaderWatch(address: $0, timeout: min(discoveryTimeout ?? callTimeout, callTimeout), tls: tls) }
+        watch = localNode.map {
+            LeaderWatch(address: $0, timeout: min(discoveryTimeout ?? callTimeout, callTimeout), tls: tls)
+        }
     }
 
     /// The call and discovery timeouts for nodes whose one-way latency is `networkLatency` (what the nodes derive
@@ -84,7 +86,10 @@ public final class DqliteClient: Sendable {
     /// The leader as the nodes see it, or nil when none of them knows one.
     public func leader() throws(DqliteError) -> DqliteMember? {
         for address in candidates() {
-            guard let connection = try? WireConnection(address: address, timeout: discoveryTimeout, silence: silent, tls: tls) else {
+            guard
+                let connection = try? WireConnection(
+                    address: address, timeout: discoveryTimeout, silence: silent, tls: tls)
+            else {
                 noteSilence(of: address, true)
                 continue
             }
@@ -119,7 +124,8 @@ public final class DqliteClient: Sendable {
         for _ in 0..<count {
             let id = try response.uint64()
             let address = try response.string()
-            members.append(DqliteMember(id: id, address: address, role: DqliteMember.Role(rawValue: try response.uint64())))
+            members.append(
+                DqliteMember(id: id, address: address, role: DqliteMember.Role(rawValue: try response.uint64())))
         }
         return members
     }
@@ -146,11 +152,13 @@ public final class DqliteClient: Sendable {
     /// Asks the leader on `connection` for its members when the list is due (`refreshInterval`, or a new leader).
     /// A failure that leaves the connection usable is ignored (the list stays as it was); one that breaks it throws.
     private func refreshMembers(over connection: WireConnection, leaderChanged: Bool) throws(DqliteError) {
-        let due = known.withLock { known in leaderChanged || known.refreshed.map { .now - $0 >= Self.refreshInterval } ?? true }
+        let due = known.withLock { known in
+            leaderChanged || known.refreshed.map { .now - $0 >= Self.refreshInterval } ?? true
+        }
         guard due else { return }
         do {
             learn(try Self.askMembers(connection))
-        } catch where !connection.isBroken {
+        } catch  where !connection.isBroken {
             known.withLock { $0.refreshed = .now }
         }
     }
@@ -198,9 +206,13 @@ public final class DqliteClient: Sendable {
             guard members.contains(where: { $0.id == id }) else { return }
             let otherVoters = members.filter { $0.id != id && $0.role == .voter }
             guard !otherVoters.isEmpty else {
-                let listed = members.map { "\($0.id) at \($0.address) \($0.role.map { "\($0)" } ?? "of no known role")" }
+                let listed = members.map {
+                    "\($0.id) at \($0.address) \($0.role.map { "\($0)" } ?? "of no known role")"
+                }
                 throw DqliteError(
-                    .misuse, "node \(id) is the cluster's last voter (\(listed.joined(separator: ", "))); removing it would leave no cluster")
+                    .misuse,
+                    "node \(id) is the cluster's last voter (\(listed.joined(separator: ", "))); removing it would leave no cluster"
+                )
             }
             if try leader()?.id == id { try transferLeadership(to: otherVoters[0].id) }
             var request = WireEncoder()
@@ -219,7 +231,9 @@ public final class DqliteClient: Sendable {
     public func transferLeadership(to id: UInt64) throws(DqliteError) {
         var request = WireEncoder()
         request.uint64(id)
-        try retrying(for: leaderWait) { () throws(DqliteError) in try membershipCall(request.message(type: WireType.transfer)) }
+        try retrying(for: leaderWait) { () throws(DqliteError) in
+            try membershipCall(request.message(type: WireType.transfer))
+        }
         lastLeader.withLock { $0 = nil }
     }
 
@@ -231,7 +245,10 @@ public final class DqliteClient: Sendable {
         defer { connection.close() }
         do {
             _ = try DqliteSession.call(connection, request, expecting: WireType.empty, mayCommit: false)
-        } catch where error.kind == .sqlite && (error.message.contains("in progress") || error.message.contains("transfer failed")) {
+        } catch
+            where error.kind == .sqlite
+            && (error.message.contains("in progress") || error.message.contains("transfer failed"))
+        {
             throw DqliteError(.notCommitted, code: error.code, error.message)
         }
     }
@@ -281,7 +298,10 @@ public final class DqliteClient: Sendable {
                     try Self.register(connection)
                     connection.setTimeout(callTimeout)
                     connection.leaderWatch = watch
-                    let previous = lastLeader.withLock { last in defer { last = address }; return last }
+                    let previous = lastLeader.withLock { last in
+                        defer { last = address }
+                        return last
+                    }
                     try refreshMembers(over: connection, leaderChanged: previous != address)
                     return connection
                 }
@@ -299,7 +319,10 @@ public final class DqliteClient: Sendable {
                 try Self.register(redirected)
                 redirected.setTimeout(callTimeout)
                 redirected.leaderWatch = watch
-                let previous = lastLeader.withLock { last in defer { last = leader.address }; return last }
+                let previous = lastLeader.withLock { last in
+                    defer { last = leader.address }
+                    return last
+                }
                 try refreshMembers(over: redirected, leaderChanged: previous != leader.address)
                 return redirected
             } catch {
@@ -307,7 +330,8 @@ public final class DqliteClient: Sendable {
             }
         }
         lastLeader.withLock { $0 = nil }
-        throw DqliteError(.noLeader, "no leader among \(addresses.joined(separator: ", ")): \(reasons.joined(separator: "; "))")
+        throw DqliteError(
+            .noLeader, "no leader among \(addresses.joined(separator: ", ")): \(reasons.joined(separator: "; "))")
     }
 
     static func askLeader(_ connection: WireConnection) throws(DqliteError) -> DqliteMember {
@@ -322,7 +346,8 @@ public final class DqliteClient: Sendable {
     private static func register(_ connection: WireConnection) throws(DqliteError) {
         var request = WireEncoder()
         request.uint64(0)
-        _ = try DqliteSession.call(connection, request.message(type: WireType.client), expecting: WireType.welcome, mayCommit: false)
+        _ = try DqliteSession.call(
+            connection, request.message(type: WireType.client), expecting: WireType.welcome, mayCommit: false)
     }
 
     /// Runs `body` again after `.noLeader` and `.notCommitted`, with a growing pause, until `timeout` has passed.
@@ -332,7 +357,9 @@ public final class DqliteClient: Sendable {
         while true {
             do {
                 return try body()
-            } catch where (error.kind == .noLeader || error.kind == .notCommitted) && ContinuousClock.now + pause < giveUp {
+            } catch
+                where (error.kind == .noLeader || error.kind == .notCommitted) && ContinuousClock.now + pause < giveUp
+            {
                 usleep(UInt32(pause / .microseconds(1)))
                 pause = min(pause * 2, .milliseconds(500))
             }

@@ -62,7 +62,9 @@ public final class DqliteNode: Sendable {
         if let tls {
             let dialer = RaftDialer(tls: tls, timeout: DqliteClient.timeouts(networkLatency: networkLatency).discovery)
             raftDialer = dialer
-            tlsAddresses = (bindAddress ?? address, "@menagerie-dqlite-\(getpid())-\(id)-\(UInt32.random(in: 0...UInt32.max))")
+            tlsAddresses = (
+                bindAddress ?? address, "@menagerie-dqlite-\(getpid())-\(id)-\(UInt32.random(in: 0...UInt32.max))"
+            )
         } else {
             raftDialer = nil
             tlsAddresses = nil
@@ -127,7 +129,9 @@ public final class DqliteNode: Sendable {
 
     private func check(_ code: Int32, _ what: String) throws(DqliteError) {
         guard code == 0 else {
-            throw DqliteError(.node, "dqlite node \(id) could not \(what): \(String(cString: dqlite_node_errmsg(node))) (code \(code))")
+            throw DqliteError(
+                .node,
+                "dqlite node \(id) could not \(what): \(String(cString: dqlite_node_errmsg(node))) (code \(code))")
         }
     }
 
@@ -137,7 +141,8 @@ public final class DqliteNode: Sendable {
         for component in path.split(separator: "/") {
             prefix += "/" + component
             if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
-                throw DqliteError(.node, "cannot create the data directory \(path): \(String(cString: strerror(errno)))")
+                throw DqliteError(
+                    .node, "cannot create the data directory \(path): \(String(cString: strerror(errno)))")
             }
         }
     }
@@ -164,7 +169,9 @@ private final class RaftDialer: Sendable {
 
 /// dqlite's connect function for a node with TLS: runs on libuv's thread pool (it may block), returns a plaintext
 /// descriptor whose bytes a relay seals for the peer at `address`.
-private func dialThroughTLS(_ context: UnsafeMutableRawPointer?, _ address: UnsafePointer<CChar>?, _ descriptor: UnsafeMutablePointer<Int32>?) -> Int32 {
+private func dialThroughTLS(
+    _ context: UnsafeMutableRawPointer?, _ address: UnsafePointer<CChar>?, _ descriptor: UnsafeMutablePointer<Int32>?
+) -> Int32 {
     guard let context, let address, let descriptor else { return 1 }
     let dialer = Unmanaged<RaftDialer>.fromOpaque(context).takeUnretainedValue()
     guard let connected = try? dialer.tls.dial(String(cString: address), timeout: dialer.timeout) else { return 1 }

@@ -17,19 +17,24 @@ public final class DqliteReplica: Sendable {
     ///   - leaderWait: how long a statement of `client` waits for a leader before UNAVAILABLE: an election takes
     ///     a second or two; a cluster without a quorum should answer within a client's deadline, not hang.
     public init(
-        addresses: [String], ownAddress: String, id: UInt64? = nil, bindAddress: String? = nil, dataDirectory: String, database: String,
-        networkLatency: Duration? = nil, leaderWait: Duration = .seconds(5), joinWait: Duration = .seconds(30), tls: ClusterTLS? = nil
+        addresses: [String], ownAddress: String, id: UInt64? = nil, bindAddress: String? = nil, dataDirectory: String,
+        database: String,
+        networkLatency: Duration? = nil, leaderWait: Duration = .seconds(5), joinWait: Duration = .seconds(30),
+        tls: ClusterTLS? = nil
     ) throws(DqliteError) {
         guard let position = addresses.firstIndex(of: ownAddress) else {
             throw DqliteError(
-                .misuse, "this node's address \(ownAddress) is not in the cluster's list (\(addresses.joined(separator: ",")))")
+                .misuse,
+                "this node's address \(ownAddress) is not in the cluster's list (\(addresses.joined(separator: ",")))")
         }
         guard Set(addresses).count == addresses.count else {
-            throw DqliteError(.misuse, "the cluster's list names an address twice (\(addresses.joined(separator: ",")))")
+            throw DqliteError(
+                .misuse, "the cluster's list names an address twice (\(addresses.joined(separator: ",")))")
         }
         let id = id ?? UInt64(position + 1)
         node = try DqliteNode(
-            id: id, address: ownAddress, dataDirectory: dataDirectory, bindAddress: bindAddress, networkLatency: networkLatency,
+            id: id, address: ownAddress, dataDirectory: dataDirectory, bindAddress: bindAddress,
+            networkLatency: networkLatency,
             tls: tls)
         try node.start()
         let timeouts = DqliteClient.timeouts(networkLatency: networkLatency)
@@ -38,7 +43,8 @@ public final class DqliteReplica: Sendable {
             leaderWait: leaderWait, tls: tls, localNode: ownAddress)
         do {
             if id != 1 {
-                try DqliteClient(addresses: addresses, database: database, leaderWait: joinWait, tls: tls).join(id: id, address: ownAddress)
+                try DqliteClient(addresses: addresses, database: database, leaderWait: joinWait, tls: tls).join(
+                    id: id, address: ownAddress)
             }
         } catch {
             try? node.stop()

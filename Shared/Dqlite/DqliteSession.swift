@@ -23,7 +23,8 @@ public final class DqliteSession {
         request.string(database)
         request.uint64(0)  // flags: dqlite opens read-write, creating
         request.string("volatile")
-        var response = try Self.call(connection, request.message(type: WireType.open), expecting: WireType.db, mayCommit: false)
+        var response = try Self.call(
+            connection, request.message(type: WireType.open), expecting: WireType.db, mayCommit: false)
         databaseID = try response.uint32()
     }
 
@@ -59,7 +60,8 @@ public final class DqliteSession {
         var request = WireEncoder()
         request.uint64(UInt64(databaseID))
         request.string(sql)
-        var response = try Self.call(connection, request.message(type: WireType.prepare), expecting: WireType.stmt, mayCommit: false)
+        var response = try Self.call(
+            connection, request.message(type: WireType.prepare), expecting: WireType.stmt, mayCommit: false)
         _ = try response.uint32()  // the database id
         let id = try response.uint32()
         let count = try response.uint64()
@@ -67,7 +69,8 @@ public final class DqliteSession {
     }
 
     @discardableResult
-    public func execute(_ statement: Prepared, _ parameters: [DqliteValue] = [], mayCommit: Bool = true) throws(DqliteError)
+    public func execute(_ statement: Prepared, _ parameters: [DqliteValue] = [], mayCommit: Bool = true)
+        throws(DqliteError)
         -> DqliteExecResult
     {
         try result(of: statementRequest(WireType.exec, statement, parameters), mayCommit: mayCommit)
@@ -81,14 +84,16 @@ public final class DqliteSession {
         var request = WireEncoder()
         request.uint32(databaseID)
         request.uint32(statement.id)
-        _ = try Self.call(connection, request.message(type: WireType.finalize), expecting: WireType.empty, mayCommit: false)
+        _ = try Self.call(
+            connection, request.message(type: WireType.finalize), expecting: WireType.empty, mayCommit: false)
     }
 
     private func statementRequest(_ type: UInt8, _ statement: Prepared, _ parameters: [DqliteValue]) throws(DqliteError)
         -> [UInt8]
     {
         guard parameters.count == statement.parameterCount else {
-            throw DqliteError(.misuse, "the statement takes \(statement.parameterCount) parameters, \(parameters.count) given")
+            throw DqliteError(
+                .misuse, "the statement takes \(statement.parameterCount) parameters, \(parameters.count) given")
         }
         var request = WireEncoder()
         request.uint32(databaseID)
@@ -171,7 +176,9 @@ public final class DqliteSession {
         }
     }
 
-    private static func check(_ response: WireDecoder, expecting type: UInt8) throws(WireConnection.Failure) -> WireDecoder {
+    private static func check(_ response: WireDecoder, expecting type: UInt8) throws(WireConnection.Failure)
+        -> WireDecoder
+    {
         guard response.type == type else {
             throw .malformed(
                 DqliteError(
@@ -181,12 +188,15 @@ public final class DqliteSession {
         return response
     }
 
-    private static func translate(_ failure: WireConnection.Failure, connection: WireConnection, mayCommit: Bool) -> DqliteError {
+    private static func translate(_ failure: WireConnection.Failure, connection: WireConnection, mayCommit: Bool)
+        -> DqliteError
+    {
         switch failure {
         case .notSent(let message):
             return DqliteError(.notCommitted, message)
         case .unanswered(let message):
-            return DqliteError(mayCommit ? .outcomeUnknown : .notCommitted, "no answer from \(connection.address): \(message)")
+            return DqliteError(
+                mayCommit ? .outcomeUnknown : .notCommitted, "no answer from \(connection.address): \(message)")
         case .refused(let code, let message) where DqliteError.leadershipCodes.contains(code):
             connection.close()
             // NOT_LEADER: refused before anything happened. LEADERSHIP_LOST: the leader stepped down while the

@@ -50,8 +50,10 @@ final class WireConnection {
         self.timeout = timeout
         descriptor = try Self.connect(to: address, timeout: timeout)
         buffers = tls.map { _ in
-            (UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16),
-             UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16))
+            (
+                UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16),
+                UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
+            )
         }
         if let tls {
             do throws(DqliteError) {
@@ -151,7 +153,9 @@ final class WireConnection {
 
     private func sendAll(_ bytes: [UInt8]) throws(SocketError) {
         if let session, let buffers {
-            let written = bytes.withUnsafeBytes { plaintext in Result { () throws(TLSError) in try session.write(plaintext) } }
+            let written = bytes.withUnsafeBytes { plaintext in
+                Result { () throws(TLSError) in try session.write(plaintext) }
+            }
             if case .failure(let error) = written { throw SocketError("TLS: \(error)") }
             guard ClusterTLS.flush(session, to: descriptor, through: buffers.sealed) else {
                 throw SocketError(errno == EAGAIN ? "timed out" : String(cString: strerror(errno)))
@@ -160,7 +164,9 @@ final class WireConnection {
         }
         var sent = 0
         while sent < bytes.count {
-            let count = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+            let count = bytes.withUnsafeBytes {
+                send(descriptor, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL))
+            }
             if count < 0 {
                 if errno == EINTR { continue }
                 throw SocketError(errno == EAGAIN ? "timed out" : String(cString: strerror(errno)))
@@ -274,9 +280,12 @@ final class WireConnection {
         var candidate: UnsafeMutablePointer<addrinfo>? = first
         while let info = candidate {
             candidate = info.pointee.ai_next
-            let descriptor = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            let descriptor = socket(
+                info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard descriptor >= 0 else { continue }
-            if connectWithin(timeout, descriptor, info.pointee.ai_addr, info.pointee.ai_addrlen, &reason) { return descriptor }
+            if connectWithin(timeout, descriptor, info.pointee.ai_addr, info.pointee.ai_addrlen, &reason) {
+                return descriptor
+            }
             Glibc.close(descriptor)
         }
         throw DqliteError(.noLeader, "cannot connect to dqlite node \(address): \(reason)")
@@ -344,7 +353,9 @@ final class LeaderWatch: Sendable {
             if let askedAt = state.askedAt, ContinuousClock.now - askedAt < Self.slice { return state.leader }
             state.askedAt = .now
             do throws(DqliteError) {
-                if state.connection?.isBroken ?? true { state.connection = try WireConnection(address: address, timeout: timeout, tls: tls) }
+                if state.connection?.isBroken ?? true {
+                    state.connection = try WireConnection(address: address, timeout: timeout, tls: tls)
+                }
                 let named = try DqliteClient.askLeader(state.connection!).address
                 state.leader = named.isEmpty ? nil : named
             } catch {

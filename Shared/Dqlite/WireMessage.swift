@@ -181,7 +181,8 @@ struct WireDecoder {
 
     mutating func string() throws(DqliteError) -> String {
         guard let end = body[offset...].firstIndex(of: 0) else {
-            throw DqliteError(.protocolViolation, "a string in a \(WireType.name(ofResponse: type)) response has no end")
+            throw DqliteError(
+                .protocolViolation, "a string in a \(WireType.name(ofResponse: type)) response has no end")
         }
         let text = String(decoding: body[offset..<end], as: UTF8.self)
         offset = end + 1

@@ -33,9 +33,11 @@ public enum FrameError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .unsupportedFlags(let flags): "frame flag byte 0x\(String(flags, radix: 16)) is not supported (only 0: uncompressed)"
+        case .unsupportedFlags(let flags):
+            "frame flag byte 0x\(String(flags, radix: 16)) is not supported (only 0: uncompressed)"
         case .tooLarge(let length, let limit): "frame of \(length) bytes exceeds the limit of \(limit) bytes"
-        case .overBudget(let length): "frame of \(length) bytes refused: the server's memory budget for buffered frames and answers is exhausted"
+        case .overBudget(let length):
+            "frame of \(length) bytes refused: the server's memory budget for buffered frames and answers is exhausted"
         }
     }
 }
@@ -77,7 +79,10 @@ public final class FrameDecoder {
     private var nextHeader: (flags: UInt8, length: Int)? {
         guard end - start >= FrameCodec.headerSize, let base else { return nil }
         let header = UnsafeRawPointer(base + start)
-        return (header.load(as: UInt8.self), Int(UInt32(bigEndian: header.loadUnaligned(fromByteOffset: 1, as: UInt32.self))))
+        return (
+            header.load(as: UInt8.self),
+            Int(UInt32(bigEndian: header.loadUnaligned(fromByteOffset: 1, as: UInt32.self)))
+        )
     }
 
     /// Bytes received but not yet returned as frames.

@@ -68,7 +68,8 @@ package final class FrameServerConnection<Stream: ByteStream, Calls: ConnectionC
         switch kind {
         case .http:
             let body = Array((message + "\n").utf8)
-            let head = "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+            let head =
+                "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
             refuseProtocol(Array(head.utf8) + body, "a plaintext HTTP client, and this server serves TLS only")
         default:
             stream.reader = nil
@@ -139,7 +140,10 @@ package final class FrameServerConnection<Stream: ByteStream, Calls: ConnectionC
             return
         }
         if FrameEnvelope.containsNUL(frame.method)
-            || frame.metadata.contains(where: { FrameEnvelope.containsNUL($0.key) || FrameEnvelope.containsNUL($0.value) }) {
+            || frame.metadata.contains(where: {
+                FrameEnvelope.containsNUL($0.key) || FrameEnvelope.containsNUL($0.value)
+            })
+        {
             calls.refuse(
                 id, CallHead(method: frame.method, peer: stream.peer),
                 RPCError(.invalidArgument, "the method name or metadata contains a NUL character"))

@@ -88,7 +88,8 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     /// A transport dropped without `close()`: its connection and deadline timer are closed too.
     deinit {
         let connection = state.withLock { $0.connection }
-        guard connection != nil || deadlineTimer != nil || connectTimer != nil else { return }  // never called: nothing to close
+        // never called: nothing to close
+        guard connection != nil || deadlineTimer != nil || connectTimer != nil else { return }
         loop.execute { [deadlineTimer, connectTimer] in
             connection?.close(reason: "transport released")
             deadlineTimer?.close()
@@ -203,7 +204,8 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
             do {
                 stream = .tls(try TLSStream(socket: connection, context: tls.context, serverName: host))
             } catch {
-                connection.onClose = { [weak self, unowned connection] reason in self?.lost(connection, reason: reason) }
+                connection.onClose = { [weak self, unowned connection] reason in self?.lost(connection, reason: reason)
+                }
                 state.withLock { $0.connection = .plain(connection) }
                 connection.close(reason: "cannot start TLS: \(error)")
                 return
@@ -213,8 +215,10 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
         }
         state.withLock { $0.connection = stream }
         switch stream {
-        case .plain(let plain): plain.readFrames(maxFrameSize: maxFrameSize).onFrame = { [weak self] in self?.received($0) }
-        case .tls(let secure): secure.readFrames(maxFrameSize: maxFrameSize).onFrame = { [weak self] in self?.received($0) }
+        case .plain(let plain):
+            plain.readFrames(maxFrameSize: maxFrameSize).onFrame = { [weak self] in self?.received($0) }
+        case .tls(let secure):
+            secure.readFrames(maxFrameSize: maxFrameSize).onFrame = { [weak self] in self?.received($0) }
         }
         connection.onClose = { [weak self, unowned connection] reason in self?.lost(connection, reason: reason) }
         startConnectTimer(for: connection)
@@ -251,7 +255,9 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
             return
         }
         let sent = state.withLock { state -> Bool in
-            guard connection === state.connection?.socket, let stream = state.connection, !connection.isClosed else { return false }
+            guard connection === state.connection?.socket, let stream = state.connection, !connection.isClosed else {
+                return false
+            }
             state.isConnected = true
             state.failures = 0
             // Under the lock, so that a stream's next frames (sent directly from now on) cannot
@@ -267,7 +273,8 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     private func lost(_ connection: TCPConnection, reason: String) {
         loop.assertInLoop()
         if connection === state.withLock({ $0.connection?.socket }) { connectTimer?.stop() }
-        let outcome = state.withLock { state -> (calls: [UInt64: PendingCall], neverSent: Set<UInt64>, failures: Int?)? in
+        let outcome = state.withLock {
+            state -> (calls: [UInt64: PendingCall], neverSent: Set<UInt64>, failures: Int?)? in
             guard connection === state.connection?.socket else { return nil }
             let wasConnected = state.isConnected
             state.connection = nil
@@ -333,7 +340,8 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
             }
             for call in calls.values { call.fail(error) }
         case .status:
-            let error = frame.statusCode == 0 ? nil : RPCError(StatusCode(rawValue: frame.statusCode), frame.statusMessage)
+            let error =
+                frame.statusCode == 0 ? nil : RPCError(StatusCode(rawValue: frame.statusCode), frame.statusMessage)
             end(frame.callID, message: frame.hasPayload ? frame.payload : nil, error: error, notifyServer: false)
         default:
             state.withLock { $0.connection }?.close(reason: "unexpected \(frame.kind) frame from \(endpoint)")
@@ -410,7 +418,9 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
 
     /// Adds a call's deadline to the heap (under the state lock); true when the timer must be
     /// moved earlier, which only the loop can do.
-    private func watch(_ deadline: ContinuousClock.Instant, of id: UInt64, method: String, in state: inout State) -> Bool {
+    private func watch(_ deadline: ContinuousClock.Instant, of id: UInt64, method: String, in state: inout State)
+        -> Bool
+    {
         let calls = state.calls
         state.deadlines.add((id, method), at: deadline, liveCalls: calls.count) { calls[$0.id] == nil }
         return state.timerDue.map { deadline < $0 } ?? true
@@ -419,11 +429,15 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     /// Sets the timer for the earliest deadline (loop thread).
     private func armDeadlineTimer() {
         loop.assertInLoop()
-        guard let due = state.withLock({ state -> ContinuousClock.Instant? in
-            guard let first = state.deadlines.earliest, state.timerDue.map({ first < $0 }) ?? true else { return nil }
-            state.timerDue = first
-            return first
-        }) else { return }
+        guard
+            let due = state.withLock({ state -> ContinuousClock.Instant? in
+                guard let first = state.deadlines.earliest, state.timerDue.map({ first < $0 }) ?? true else {
+                    return nil
+                }
+                state.timerDue = first
+                return first
+            })
+        else { return }
         if deadlineTimer == nil {
             deadlineTimer = LoopTimer(loop: loop) { [weak self] in self?.expireDeadlines() }
         }
@@ -438,7 +452,10 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
             return state.deadlines.popExpired(at: now).filter { state.calls[$0.id] != nil }
         }
         for call in expired {
-            end(call.id, error: RPCError(.deadlineExceeded, "no answer from \(endpoint) to \(call.method) before the deadline"), notifyServer: true)
+            end(
+                call.id,
+                error: RPCError(.deadlineExceeded, "no answer from \(endpoint) to \(call.method) before the deadline"),
+                notifyServer: true)
         }
         armDeadlineTimer()
     }
@@ -489,14 +506,17 @@ final class TCPClientCall: ClientCall, @unchecked Sendable {  // `transport` is 
         self.method = method
         self.transport = transport
         inbox = MessageInbox { [weak transport] bytes in
-            _ = transport?.send(RpcV1.Frame(callID: id, kind: .windowUpdate, windowIncrement: UInt32(clamping: bytes)), onCall: id)
+            _ = transport?.send(
+                RpcV1.Frame(callID: id, kind: .windowUpdate, windowIncrement: UInt32(clamping: bytes)), onCall: id)
         }
     }
 
     func send(_ message: [UInt8]) async throws {
         try await window.send(message) { chunk, continues in
             let frame = RpcV1.Frame(callID: id, kind: .message, hasPayload: true, payload: chunk, continues: continues)
-            guard transport?.send(frame, onCall: id) == true else { throw RPCError(.cancelled, "call to \(method) is over") }
+            guard transport?.send(frame, onCall: id) == true else {
+                throw RPCError(.cancelled, "call to \(method) is over")
+            }
         }
     }
 

@@ -24,7 +24,11 @@ public enum Gzip {
     public static func compress(_ bytes: [UInt8], level: Int32 = 6) -> [UInt8] {
         var stream = z_stream()
         // windowBits 15 + 16: a gzip header and trailer rather than zlib's.
-        guard deflateInit2_(&stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
+        guard
+            deflateInit2_(
+                &stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
+                Int32(MemoryLayout<z_stream>.size)) == Z_OK
+        else {
             preconditionFailure("zlib cannot start deflating")
         }
         defer { deflateEnd(&stream) }
@@ -73,9 +77,13 @@ public enum Gzip {
                     let result = inflate(&stream, Z_NO_FLUSH)
                     return (result, out.count - Int(stream.avail_out))
                 }
-                if output.count + produced > limit { return Failure(.overLimit, reason: "the body inflates to more than \(limit) bytes") }
+                if output.count + produced > limit {
+                    return Failure(.overLimit, reason: "the body inflates to more than \(limit) bytes")
+                }
                 if produced > 0, !admit(produced) {
-                    return Failure(.overBudget, reason: "the memory budget cannot hold the body inflated past \(output.count) bytes now")
+                    return Failure(
+                        .overBudget,
+                        reason: "the memory budget cannot hold the body inflated past \(output.count) bytes now")
                 }
                 output.append(contentsOf: chunk[..<produced])
                 switch result {

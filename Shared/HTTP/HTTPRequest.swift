@@ -9,7 +9,9 @@ public struct HTTPRequest: Sendable, Equatable {
     public var headers: HTTPHeaders
     public var body: [UInt8]
 
-    public init(method: String, target: String, isHTTP11: Bool = true, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+    public init(
+        method: String, target: String, isHTTP11: Bool = true, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []
+    ) {
         self.method = method
         self.target = target
         self.isHTTP11 = isHTTP11

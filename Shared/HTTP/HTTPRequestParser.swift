@@ -102,7 +102,9 @@ public struct HTTPRequestParser: Sendable {
     /// A request for which `streamsBody` is true comes out as soon as its head is read, with an
     /// empty body: its body follows through `nextBodyPart` (bounded by its reader, not by
     /// `maxBodyBytes`), and `next` returns nil until that body ended.
-    public mutating func next(streamingBodyOf streamsBody: (HTTPRequest) -> Bool = { _ in false }) throws(HTTPParseError) -> HTTPRequest? {
+    public mutating func next(streamingBodyOf streamsBody: (HTTPRequest) -> Bool = { _ in false })
+        throws(HTTPParseError) -> HTTPRequest?
+    {
         guard !isStreamingBody else { return nil }
         while true {
             switch state {
@@ -137,7 +139,7 @@ public struct HTTPRequestParser: Sendable {
                 guard let line = try readLine(limit: 1024, what: "chunk size line") else { return nil }
                 let sizeText = line.prefix { $0 != UInt8(ascii: ";") }
                 guard !sizeText.isEmpty, sizeText.count <= 8, sizeText.allSatisfy(\.isHexDigit),
-                      let size = Int(String(decoding: sizeText, as: UTF8.self), radix: 16)
+                    let size = Int(String(decoding: sizeText, as: UTF8.self), radix: 16)
                 else { throw HTTPParseError(400, "malformed chunk size") }
                 guard isStreamingBody || pending!.body.count + size <= limits.maxBodyBytes else {
                     throw HTTPParseError(413, "the body exceeds \(limits.maxBodyBytes) bytes")
@@ -154,7 +156,9 @@ public struct HTTPRequestParser: Sendable {
                 state = .chunkEnd
             case .chunkEnd:
                 guard bufferedBytes >= 2 else { return nil }
-                guard buffer[start] == 13, buffer[start + 1] == 10 else { throw HTTPParseError(400, "chunk data not followed by CRLF") }
+                guard buffer[start] == 13, buffer[start + 1] == 10 else {
+                    throw HTTPParseError(400, "chunk data not followed by CRLF")
+                }
                 start += 2
                 state = .chunkSize
             case .trailers:
@@ -163,7 +167,9 @@ public struct HTTPRequestParser: Sendable {
                 if line.isEmpty { return finish() }
                 _ = try Self.field(line)
                 trailerFields += 1
-                guard trailerFields <= limits.maxHeaderFields else { throw HTTPParseError(431, "more than \(limits.maxHeaderFields) trailer fields") }
+                guard trailerFields <= limits.maxHeaderFields else {
+                    throw HTTPParseError(431, "more than \(limits.maxHeaderFields) trailer fields")
+                }
             }
         }
     }
@@ -207,7 +213,9 @@ public struct HTTPRequestParser: Sendable {
                 if line.isEmpty { return endBody() }
                 _ = try Self.field(line)
                 trailerFields += 1
-                guard trailerFields <= limits.maxHeaderFields else { throw HTTPParseError(431, "more than \(limits.maxHeaderFields) trailer fields") }
+                guard trailerFields <= limits.maxHeaderFields else {
+                    throw HTTPParseError(431, "more than \(limits.maxHeaderFields) trailer fields")
+                }
             }
         }
     }
@@ -229,7 +237,9 @@ public struct HTTPRequestParser: Sendable {
             state = size == 0 ? .trailers : .chunkData(remaining: size)
         case .chunkEnd:
             guard bufferedBytes >= 2 else { return false }
-            guard buffer[start] == 13, buffer[start + 1] == 10 else { throw HTTPParseError(400, "chunk data not followed by CRLF") }
+            guard buffer[start] == 13, buffer[start + 1] == 10 else {
+                throw HTTPParseError(400, "chunk data not followed by CRLF")
+            }
             start += 2
             state = .chunkSize
         default: break
@@ -240,7 +250,7 @@ public struct HTTPRequestParser: Sendable {
     private static func chunkSize(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> Int {
         let sizeText = line.prefix { $0 != UInt8(ascii: ";") }
         guard !sizeText.isEmpty, sizeText.count <= 8, sizeText.allSatisfy(\.isHexDigit),
-              let size = Int(String(decoding: sizeText, as: UTF8.self), radix: 16)
+            let size = Int(String(decoding: sizeText, as: UTF8.self), radix: 16)
         else { throw HTTPParseError(400, "malformed chunk size") }
         return size
     }
@@ -285,14 +295,18 @@ public struct HTTPRequestParser: Sendable {
         while index < buffer.count {
             let byte = buffer[index]
             if byte == 10 {
-                guard index > start, buffer[index - 1] == 13 else { throw HTTPParseError(400, "bare LF in the request head") }
+                guard index > start, buffer[index - 1] == 13 else {
+                    throw HTTPParseError(400, "bare LF in the request head")
+                }
                 if index - start >= 3, buffer[index - 2] == 10, buffer[index - 3] == 13 {
                     end = index + 1
                     break
                 }
             }
             index += 1
-            if index - start > limits.maxHeadBytes { throw HTTPParseError(431, "the request head exceeds \(limits.maxHeadBytes) bytes") }
+            if index - start > limits.maxHeadBytes {
+                throw HTTPParseError(431, "the request head exceeds \(limits.maxHeadBytes) bytes")
+            }
         }
         guard let end else {
             scanned = max(start, buffer.count - 1)
@@ -304,18 +318,24 @@ public struct HTTPRequestParser: Sendable {
         // parser would not, so it is malformed too.
         var lines: [ArraySlice<UInt8>] = []
         for (index, piece) in head.split(separator: 13, omittingEmptySubsequences: false).enumerated() {
-            guard index == 0 || piece.first == 10 else { throw HTTPParseError(400, "CR without LF in the request head") }
+            guard index == 0 || piece.first == 10 else {
+                throw HTTPParseError(400, "CR without LF in the request head")
+            }
             lines.append(index == 0 ? piece : piece.dropFirst())
         }
         let requestLine = lines.removeFirst()
         var request = try Self.requestLine(requestLine)
-        guard lines.count <= limits.maxHeaderFields else { throw HTTPParseError(431, "more than \(limits.maxHeaderFields) header fields") }
+        guard lines.count <= limits.maxHeaderFields else {
+            throw HTTPParseError(431, "more than \(limits.maxHeaderFields) header fields")
+        }
         for line in lines {
             let (name, value) = try Self.field(line)
             request.headers.add(name, value)
         }
         if request.isHTTP11 {
-            guard request.headers.values("host").count == 1 else { throw HTTPParseError(400, "an HTTP/1.1 request needs exactly one Host field") }
+            guard request.headers.values("host").count == 1 else {
+                throw HTTPParseError(400, "an HTTP/1.1 request needs exactly one Host field")
+            }
         }
         return request
     }
@@ -324,8 +344,12 @@ public struct HTTPRequestParser: Sendable {
         let parts = line.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw HTTPParseError(400, "malformed request line") }
         let (method, target, version) = (parts[0], parts[1], parts[2])
-        guard !method.isEmpty, method.allSatisfy(\.isTokenCharacter) else { throw HTTPParseError(400, "malformed method") }
-        guard !target.isEmpty, target.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { throw HTTPParseError(400, "malformed request target") }
+        guard !method.isEmpty, method.allSatisfy(\.isTokenCharacter) else {
+            throw HTTPParseError(400, "malformed method")
+        }
+        guard !target.isEmpty, target.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw HTTPParseError(400, "malformed request target")
+        }
         let targetText = String(decoding: target, as: UTF8.self)
         let methodText = String(decoding: method, as: UTF8.self)
         guard targetText.hasPrefix("/") || (targetText == "*" && methodText == "OPTIONS") else {
@@ -337,26 +361,39 @@ public struct HTTPRequestParser: Sendable {
         case "HTTP/1.1": isHTTP11 = true
         case "HTTP/1.0": isHTTP11 = false
         default:
-            let shape = versionText.utf8.count == 8 && versionText.hasPrefix("HTTP/")
+            let shape =
+                versionText.utf8.count == 8 && versionText.hasPrefix("HTTP/")
                 && versionText.utf8.enumerated().allSatisfy { index, byte in
-                    index < 5 || (index == 6 ? byte == UInt8(ascii: ".") : (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte))
+                    index < 5
+                        || (index == 6
+                            ? byte == UInt8(ascii: ".") : (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte))
                 }
-            throw shape ? HTTPParseError(505, "only HTTP/1.1 and HTTP/1.0 are served") : HTTPParseError(400, "malformed HTTP version")
+            throw shape
+                ? HTTPParseError(505, "only HTTP/1.1 and HTTP/1.0 are served")
+                : HTTPParseError(400, "malformed HTTP version")
         }
         return HTTPRequest(method: methodText, target: targetText, isHTTP11: isHTTP11)
     }
 
     private static func field(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> (String, String) {
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
-            throw HTTPParseError(400, line.first == 32 || line.first == 9 ? "folded header lines are not allowed" : "header line without a colon")
+            throw HTTPParseError(
+                400,
+                line.first == 32 || line.first == 9
+                    ? "folded header lines are not allowed" : "header line without a colon")
         }
         let name = line[line.startIndex..<colon]
-        guard !name.isEmpty, name.allSatisfy(\.isTokenCharacter) else { throw HTTPParseError(400, "malformed header field name") }
+        guard !name.isEmpty, name.allSatisfy(\.isTokenCharacter) else {
+            throw HTTPParseError(400, "malformed header field name")
+        }
         let value = line[(colon + 1)...]
         guard value.allSatisfy({ $0 == 9 || ($0 >= 0x20 && $0 != 0x7F) }) else {
             throw HTTPParseError(400, "control character in header field \(String(decoding: name, as: UTF8.self))")
         }
-        return (String(decoding: name, as: UTF8.self), String(String(decoding: value, as: UTF8.self).trimmingASCIIWhitespace()))
+        return (
+            String(decoding: name, as: UTF8.self),
+            String(String(decoding: value, as: UTF8.self).trimmingASCIIWhitespace())
+        )
     }
 
     private enum BodyLength {
@@ -370,19 +407,31 @@ public struct HTTPRequestParser: Sendable {
         if !encodings.isEmpty {
             guard lengths.isEmpty else { throw HTTPParseError(400, "both Content-Length and Transfer-Encoding") }
             guard request.isHTTP11 else { throw HTTPParseError(400, "Transfer-Encoding in an HTTP/1.0 request") }
-            let codings = encodings.flatMap { $0.split(separator: ",") }.map { $0.trimmingASCIIWhitespace().lowercased() }
-            guard codings == ["chunked"] else { throw HTTPParseError(501, "only the chunked transfer coding is supported") }
+            let codings = encodings.flatMap { $0.split(separator: ",") }.map {
+                $0.trimmingASCIIWhitespace().lowercased()
+            }
+            guard codings == ["chunked"] else {
+                throw HTTPParseError(501, "only the chunked transfer coding is supported")
+            }
             return .chunked
         }
         guard let first = lengths.first else { return .fixed(0) }
         // Repeated (or comma-joined) values must agree (RFC 9112 §6.3), and be digits only.
-        let values = lengths.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }.map { $0.trimmingASCIIWhitespace() }
-        guard values.allSatisfy({ $0 == values[0] }) else { throw HTTPParseError(400, "conflicting Content-Length values") }
+        let values = lengths.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }.map {
+            $0.trimmingASCIIWhitespace()
+        }
+        guard values.allSatisfy({ $0 == values[0] }) else {
+            throw HTTPParseError(400, "conflicting Content-Length values")
+        }
         let text = values.first ?? Substring(first)
-        guard !text.isEmpty, text.utf8.count <= 19, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let length = Int(text) else {
+        guard !text.isEmpty, text.utf8.count <= 19, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+            let length = Int(text)
+        else {
             throw HTTPParseError(400, "malformed Content-Length")
         }
-        guard streamed || length <= limits.maxBodyBytes else { throw HTTPParseError(413, "the body of \(length) bytes exceeds \(limits.maxBodyBytes) bytes") }
+        guard streamed || length <= limits.maxBodyBytes else {
+            throw HTTPParseError(413, "the body of \(length) bytes exceeds \(limits.maxBodyBytes) bytes")
+        }
         return .fixed(length)
     }
 }
@@ -391,14 +440,18 @@ extension UInt8 {
     /// RFC 9110's `tchar`: what a method or a field name is made of.
     var isTokenCharacter: Bool {
         switch self {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
         default: Array("!#$%&'*+-.^_`|~".utf8).contains(self)
         }
     }
 
     var isHexDigit: Bool {
         switch self {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): true
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
+            UInt8(ascii: "A")...UInt8(ascii: "F"):
+            true
         default: false
         }
     }

@@ -13,7 +13,8 @@ public struct HTTPResponse: Sendable, Equatable {
 
     /// A plain-text response (errors of the HTTP layer itself, before any call).
     public static func text(_ status: Int, _ text: String) -> HTTPResponse {
-        HTTPResponse(status: status, headers: ["Content-Type": "text/plain; charset=utf-8"], body: Array((text + "\n").utf8))
+        HTTPResponse(
+            status: status, headers: ["Content-Type": "text/plain; charset=utf-8"], body: Array((text + "\n").utf8))
     }
 
     /// Status line, header fields and body, with `Content-Length` (no body for 204 and 304).

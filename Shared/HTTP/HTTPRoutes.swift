@@ -23,7 +23,9 @@ public struct HTTPBinding: Sendable, Hashable {
 
     public init(_ path: String, binds method: String? = nil) {
         precondition(path.hasPrefix("/"), "a route's path starts with /")
-        precondition(!path.dropLast().contains("{") || Self.prefix(of: path) != nil, "only a route's last segment may be {a parameter}")
+        precondition(
+            !path.dropLast().contains("{") || Self.prefix(of: path) != nil,
+            "only a route's last segment may be {a parameter}")
         self.path = path
         self.method = method
     }
@@ -39,7 +41,8 @@ public struct HTTPBinding: Sendable, Hashable {
 
     private static func prefix(of path: String) -> String? {
         guard path.hasSuffix("}"), let open = path.lastIndex(of: "{"), path[..<open].hasSuffix("/"),
-              !path[path.index(after: open)...].dropLast().contains(where: { $0 == "/" || $0 == "{" || $0 == "}" }) else { return nil }
+            !path[path.index(after: open)...].dropLast().contains(where: { $0 == "/" || $0 == "{" || $0 == "}" })
+        else { return nil }
         return String(path[..<open])
     }
 }
@@ -77,7 +80,11 @@ public final class HTTPRoutes: Sendable {
         for (index, registration) in builder.registrations.enumerated() {
             let route = Route(binding: registration.binding, handler: registration.handler, id: index)
             all.append(route)
-            if let prefix = registration.binding.prefix { prefixes.append((prefix, route)) } else { exact[registration.binding.path] = route }
+            if let prefix = registration.binding.prefix {
+                prefixes.append((prefix, route))
+            } else {
+                exact[registration.binding.path] = route
+            }
         }
         // Longest prefix first, so `/api/animals/` wins over `/api/`.
         self.exact = exact
@@ -185,7 +192,9 @@ public struct CachedBody: Sendable {
     /// it accepts gzip (a server's answer cache keeps the answer per way of asking).
     public static func response(_ body: [UInt8], contentType: String, to request: HTTPRequest) -> HTTPResponse {
         let entityTag = EntityTag.strong(body)
-        var headers: HTTPHeaders = ["Content-Type": contentType, "ETag": entityTag, "Cache-Control": "no-cache", "Vary": "Accept-Encoding"]
+        var headers: HTTPHeaders = [
+            "Content-Type": contentType, "ETag": entityTag, "Cache-Control": "no-cache", "Vary": "Accept-Encoding",
+        ]
         if let ifNoneMatch = request.headers["if-none-match"], EntityTag.matches(ifNoneMatch, entityTag) {
             return HTTPResponse(status: 304, headers: headers)
         }
@@ -198,8 +207,11 @@ public struct CachedBody: Sendable {
 
     /// The answer to `request`: 304 when its `If-None-Match` matches, gzip when it accepts it;
     /// `cacheControl` as given (revalidate by default: the data change when an import lands).
-    public func response(to request: HTTPRequest, status: Int = 200, cacheControl: String = "no-cache") -> HTTPResponse {
-        var headers: HTTPHeaders = ["Content-Type": contentType, "ETag": entityTag, "Cache-Control": cacheControl, "Vary": "Accept-Encoding"]
+    public func response(to request: HTTPRequest, status: Int = 200, cacheControl: String = "no-cache") -> HTTPResponse
+    {
+        var headers: HTTPHeaders = [
+            "Content-Type": contentType, "ETag": entityTag, "Cache-Control": cacheControl, "Vary": "Accept-Encoding",
+        ]
         if let ifNoneMatch = request.headers["if-none-match"], EntityTag.matches(ifNoneMatch, entityTag) {
             return HTTPResponse(status: 304, headers: headers)
         }
@@ -239,7 +251,8 @@ extension HTTPRequest {
     public var acceptsGzip: Bool {
         headers.values("accept-encoding").flatMap { $0.split(separator: ",") }.contains { coding in
             let parts = coding.split(separator: ";").map { $0.trimmingASCIIWhitespace().lowercased() }
-            return parts.first == "gzip" && !parts.dropFirst().contains { $0 == "q=0" || $0 == "q=0.0" || $0 == "q=0.00" || $0 == "q=0.000" }
+            return parts.first == "gzip"
+                && !parts.dropFirst().contains { $0 == "q=0" || $0 == "q=0.0" || $0 == "q=0.00" || $0 == "q=0.000" }
         }
     }
 }
@@ -255,7 +268,8 @@ public final class StaticFiles: Sendable {
     /// throws when it is not a directory.
     public init(directory: URL) throws {
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+        guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue
+        else {
             throw CocoaError(.fileReadNoSuchFile, userInfo: [NSFilePathErrorKey: directory.path])
         }
         var files: [String: CachedBody] = [:]
@@ -265,7 +279,8 @@ public final class StaticFiles: Sendable {
         while let url = enumerator?.nextObject() as? URL {
             let resolved = url.resolvingSymlinksInPath()
             guard (try? resolved.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true,
-                  resolved.path.hasPrefix(root.path + "/") else { continue }
+                resolved.path.hasPrefix(root.path + "/")
+            else { continue }
             let relative = String(resolved.path.dropFirst(root.path.count))
             let bytes = try [UInt8](Data(contentsOf: resolved))
             files[relative] = CachedBody(bytes, contentType: Self.contentType(of: relative))

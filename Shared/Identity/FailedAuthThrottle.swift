@@ -61,9 +61,11 @@ public final class FailedAuthThrottle: Sendable {
             var record = records[key] ?? Record(lastFailure: now, windowStart: now)
             if now - record.lastFailure >= policy.forgetAfter { record = Record(lastFailure: now, windowStart: now) }
             if record.windowCount == 0 {
-                line = "failed authentication from \(key): \(reason) (further failures of it are counted for \(policy.logWindow))"
+                line =
+                    "failed authentication from \(key): \(reason) (further failures of it are counted for \(policy.logWindow))"
             } else if now - record.windowStart >= policy.logWindow {
-                line = "\(record.windowCount) failed authentications from \(key) in the last \(now - record.windowStart); latest: \(reason)"
+                line =
+                    "\(record.windowCount) failed authentications from \(key) in the last \(now - record.windowStart); latest: \(reason)"
                 record.windowStart = now
                 record.windowCount = 0
             }

@@ -58,7 +58,10 @@ public struct IdentityGuard: CallGuard {
             // address, its network (so guesses spread over many addresses meet a limit too, a looser one) and the
             // user an expired or revoked token names; while any of them backs off, a failure is answered with the wait.
             let host = Self.host(of: head.peer)
-            var keys = [("address " + host, nil as Int?), ("network " + Self.network(of: host), throttle.policy.freeFailures * 4)]
+            var keys = [
+                ("address " + host, nil as Int?),
+                ("network " + Self.network(of: host), throttle.policy.freeFailures * 4),
+            ]
             if let user = error.user { keys.append(("user " + user, nil)) }
             if let wait = keys.compactMap({ throttle.backoff(for: $0.0) }).max() { throw Self.backingOff(wait) }
             for (key, free) in keys { throttle.recordFailure(key, reason: error.message, freeFailures: free) }
@@ -66,7 +69,10 @@ public struct IdentityGuard: CallGuard {
         }
         throttle.recordSuccess("user " + caller.name)
         if access == .admin, !caller.isAdmin {
-            throw RPCError(.permissionDenied, "\(head.method) changes data every user shares: it needs an admin token, and \(caller.name) is no admin")
+            throw RPCError(
+                .permissionDenied,
+                "\(head.method) changes data every user shares: it needs an admin token, and \(caller.name) is no admin"
+            )
         }
         return caller
     }
@@ -85,7 +91,9 @@ public struct IdentityGuard: CallGuard {
 
     /// `127.0.0.1` of `127.0.0.1:50312`, `::1` of `[::1]:50312`: failures count per address, not per connection.
     package static func host(of peer: String) -> String {
-        if peer.hasPrefix("["), let end = peer.firstIndex(of: "]") { return String(peer[peer.index(after: peer.startIndex)..<end]) }
+        if peer.hasPrefix("["), let end = peer.firstIndex(of: "]") {
+            return String(peer[peer.index(after: peer.startIndex)..<end])
+        }
         if let colon = peer.lastIndex(of: ":"), peer.firstIndex(of: ":") == colon { return String(peer[..<colon]) }
         return peer
     }
@@ -103,7 +111,8 @@ public struct IdentityGuard: CallGuard {
     }
 
     static func backingOff(_ wait: Duration) -> RPCError {
-        let seconds = max(1, Int((Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18).rounded(.up)))
+        let seconds = max(
+            1, Int((Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18).rounded(.up)))
         return RPCError(.resourceExhausted, "too many failed authentications: retry in \(seconds) s")
     }
 }
@@ -116,4 +125,3 @@ extension StringProtocol {
         return String(slice)
     }
 }
-

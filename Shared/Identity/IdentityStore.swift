@@ -90,7 +90,8 @@ public final class IdentityStore: Sendable {
             try db.execute("ALTER TABLE users ADD COLUMN skeleton TEXT")
             try db.execute("CREATE INDEX users_by_skeleton ON users (skeleton)")
             for row in try db.query("SELECT id, name FROM users") {
-                try db.execute("UPDATE users SET skeleton = ? WHERE id = ?", [skeleton(row.string(1) ?? ""), row.int64(0) ?? 0])
+                try db.execute(
+                    "UPDATE users SET skeleton = ? WHERE id = ?", [skeleton(row.string(1) ?? ""), row.int64(0) ?? 0])
             }
         },
     ]
@@ -120,10 +121,13 @@ public final class IdentityStore: Sendable {
                 throw IdentityError(.alreadyExists, "user \"\(name)\" already exists")
             }
             if let twin = try db.queryOne("SELECT name FROM users WHERE skeleton = ?", [skeleton])?.string(0) {
-                throw IdentityError(.alreadyExists, "user \"\(name)\" looks like the existing user \"\(twin)\": choose a name that does not")
+                throw IdentityError(
+                    .alreadyExists,
+                    "user \"\(name)\" looks like the existing user \"\(twin)\": choose a name that does not")
             }
             try db.execute(
-                "INSERT INTO users (name, admin, created_ms, skeleton) VALUES (?, ?, ?, ?)", [name, admin ? 1 : 0, Self.now(), skeleton])
+                "INSERT INTO users (name, admin, created_ms, skeleton) VALUES (?, ?, ?, ?)",
+                [name, admin ? 1 : 0, Self.now(), skeleton])
             return try Self.insertToken(user: db.lastInsertRowID, expiresMs: expiresMs, db)
         }
     }
@@ -141,7 +145,8 @@ public final class IdentityStore: Sendable {
                 """, [now]
             ).map { row in
                 User(
-                    name: row.string(0) ?? "", isAdmin: row.int(1) == 1, isRevoked: row.int(2) == 1, createdMs: row.int64(3) ?? 0,
+                    name: row.string(0) ?? "", isAdmin: row.int(1) == 1, isRevoked: row.int(2) == 1,
+                    createdMs: row.int64(3) ?? 0,
                     liveTokens: row.int(4) ?? 0)
             }
         }
@@ -163,7 +168,8 @@ public final class IdentityStore: Sendable {
             try db.execute("UPDATE users SET revoked_ms = ? WHERE name = ? AND revoked_ms IS NULL", [now, name])
             guard db.changes == 1 else { throw IdentityError(.notFound, "no user \"\(name)\" (or already revoked)") }
             try db.execute(
-                "UPDATE tokens SET revoked_ms = ? WHERE revoked_ms IS NULL AND user_id = (SELECT id FROM users WHERE name = ?)", [now, name])
+                "UPDATE tokens SET revoked_ms = ? WHERE revoked_ms IS NULL AND user_id = (SELECT id FROM users WHERE name = ?)",
+                [now, name])
         }
     }
 
@@ -172,9 +178,13 @@ public final class IdentityStore: Sendable {
     /// A further token for `user`, valid until `expiresMs` (nil: until revoked). NOT_FOUND for an unknown or
     /// revoked user; INVALID_ARGUMENT for an expiry already past.
     public func createToken(user: String, expiresMs: Int64? = nil) throws -> String {
-        if let expiresMs, expiresMs <= Self.now() { throw IdentityError(.invalidArgument, "the expiry is already past") }
+        if let expiresMs, expiresMs <= Self.now() {
+            throw IdentityError(.invalidArgument, "the expiry is already past")
+        }
         return try write { db in
-            guard let id = try db.queryOne("SELECT id FROM users WHERE name = ? AND revoked_ms IS NULL", [user])?.int64(0) else {
+            guard
+                let id = try db.queryOne("SELECT id FROM users WHERE name = ? AND revoked_ms IS NULL", [user])?.int64(0)
+            else {
                 throw IdentityError(.notFound, "no user \"\(user)\" (or it was revoked)")
             }
             return try Self.insertToken(user: id, expiresMs: expiresMs, db)
@@ -199,7 +209,9 @@ public final class IdentityStore: Sendable {
     public func adopt(hash: [UInt8], user: String, createdMs: Int64, revokedMs: Int64?) throws {
         try Self.validate(name: user)
         try write { db in
-            try db.execute("INSERT OR IGNORE INTO users (name, created_ms, skeleton) VALUES (?, ?, ?)", [user, createdMs, Self.skeleton(user)])
+            try db.execute(
+                "INSERT OR IGNORE INTO users (name, created_ms, skeleton) VALUES (?, ?, ?)",
+                [user, createdMs, Self.skeleton(user)])
             try db.execute(
                 """
                 INSERT OR IGNORE INTO tokens (hash, user_id, created_ms, revoked_ms)
@@ -241,13 +253,16 @@ public final class IdentityStore: Sendable {
             // The number first: a change committed between the two reads is in the rows and read again next time,
             // which merging makes harmless.
             let seq = try db.queryOne("SELECT seq FROM changes")?.int64(0) ?? 0
-            let rows = try since.map { since in
-                try db.query("\(columns) WHERE tokens.seq > ? UNION ALL \(columns) WHERE users.seq > ?", [since, since])
-            } ?? db.query(columns)
+            let rows =
+                try since.map { since in
+                    try db.query(
+                        "\(columns) WHERE tokens.seq > ? UNION ALL \(columns) WHERE users.seq > ?", [since, since])
+                } ?? db.query(columns)
             var entries: [[UInt8]: TokenEntry] = [:]
             for row in rows {
                 guard let hash = row.blob(0), let name = row.string(1) else { continue }
-                entries[hash] = TokenEntry(user: name, isAdmin: row.int(2) == 1, expiresMs: row.int64(3), isRevoked: row.int(4) == 1)
+                entries[hash] = TokenEntry(
+                    user: name, isAdmin: row.int(2) == 1, expiresMs: row.int64(3), isRevoked: row.int(4) == 1)
             }
             return (entries, seq)
         }
@@ -275,23 +290,29 @@ public final class IdentityStore: Sendable {
     /// the ICU transforms Foundation carries; letters no transform maps (Cherokee "Ꭺ") stay themselves.
     public static func skeleton(_ name: String) -> String {
         let compatible = name.precomposedStringWithCompatibilityMapping
-        let latin = compatible.applyingTransform(StringTransform("Any-Latin; Latin-ASCII; Lower"), reverse: false) ?? compatible.lowercased()
+        let latin =
+            compatible.applyingTransform(StringTransform("Any-Latin; Latin-ASCII; Lower"), reverse: false)
+            ?? compatible.lowercased()
         return String(latin.map { $0 == "0" ? "o" : $0 == "1" ? "l" : $0 })
     }
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     public static func validate(name: String) throws(IdentityError) {
-        let allowed = name.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || $0.properties.numericType != nil || "-_.@".unicodeScalars.contains($0) }
+        let allowed = name.unicodeScalars.allSatisfy {
+            $0.properties.isAlphabetic || $0.properties.numericType != nil || "-_.@".unicodeScalars.contains($0)
+        }
         guard !name.isEmpty, name.utf8.count <= 128, allowed else {
-            throw IdentityError(.invalidArgument, "a user name is 1–128 bytes of letters, digits and - _ . @ (got \"\(name)\")")
+            throw IdentityError(
+                .invalidArgument, "a user name is 1–128 bytes of letters, digits and - _ . @ (got \"\(name)\")")
         }
     }
 
     private static func insertToken(user: Int64, expiresMs: Int64?, _ db: Connection) throws -> String {
         let token = newToken()
         try db.execute(
-            "INSERT INTO tokens (hash, user_id, created_ms, expires_ms) VALUES (?, ?, ?, ?)", [hash(token), user, now(), expiresMs])
+            "INSERT INTO tokens (hash, user_id, created_ms, expires_ms) VALUES (?, ?, ?, ?)",
+            [hash(token), user, now(), expiresMs])
         return token
     }
 }

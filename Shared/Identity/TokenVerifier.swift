@@ -62,7 +62,9 @@ public final class TokenVerifier: Sendable {
     }
 
     /// The caller `token` names; a `Refusal` for an unknown, expired or revoked one.
-    public func verify(_ token: String, nowMs: Int64 = Int64(Date().timeIntervalSince1970 * 1000)) throws(Refusal) -> Caller {
+    public func verify(_ token: String, nowMs: Int64 = Int64(Date().timeIntervalSince1970 * 1000)) throws(Refusal)
+        -> Caller
+    {
         let hash = hashes.withLock { $0[token] } ?? IdentityStore.hash(token)
         if hash == adminHash {
             remember(token, hash)
@@ -111,7 +113,8 @@ public final class TokenVerifier: Sendable {
         let (entry, due, mustReload, known, localSeen, seq) = snapshot.withLock {
             state -> (IdentityStore.TokenEntry?, Bool, Bool, Int64?, Int, Int64?) in
             let written = store?.localWrites.load(ordering: .acquiring) ?? 0
-            let due = store != nil && !state.checking
+            let due =
+                store != nil && !state.checking
                 && (force || written != state.localWrites || state.checkedAt.map { now - $0 >= checkInterval } ?? true)
             if due { state.checking = true }
             let old = state.loadedAt.map { now - $0 >= reloadInterval } ?? true
@@ -121,7 +124,8 @@ public final class TokenVerifier: Sendable {
         let written = store.localWrites.load(ordering: .acquiring)
         let version = try? store.database.dataVersion
         // What changed since the last look (all of it only the first time): a sign-up costs its own row, not the table.
-        var changes = mustReload || version == nil || version != known || written != localSeen
+        var changes =
+            mustReload || version == nil || version != known || written != localSeen
             ? try? store.tokenChanges(since: seq) : nil
         if let seq, let read = changes, read.seq < seq {
             // The numbers went back: the file was replaced (a restored copy). Everything is read again.
@@ -132,7 +136,11 @@ public final class TokenVerifier: Sendable {
             state.checkedAt = .now
             state.localWrites = written
             if let changes {
-                if seq == nil || changes.seq < seq! { state.entries = changes.entries } else { state.entries.merge(changes.entries) { $1 } }
+                if seq == nil || changes.seq < seq! {
+                    state.entries = changes.entries
+                } else {
+                    state.entries.merge(changes.entries) { $1 }
+                }
                 state.seq = changes.seq
                 state.version = version
                 state.loadedAt = .now

@@ -66,7 +66,8 @@ enum ProcessLiveness {
     /// This kernel boot and pid namespace, e.g. `7d0c…/pid:[4026531836]`: pids mean the same process only
     /// within one of these.
     static let machine: String = {
-        let boot = (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8))?
+        let boot =
+            (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8))?
             .trimmingCharacters(in: .whitespacesAndNewlines) ?? ProcessInfo.processInfo.hostName
         let namespace = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/pid")) ?? "pid:?"
         return "\(boot)/\(namespace)"

@@ -13,7 +13,8 @@ public struct JobLimits: Sendable {
     public var maxActivePerSubmitter: Int
 
     public init(
-        threads: Int = max(1, ProcessInfo.processInfo.activeProcessorCount / 2), maxActive: Int = 256, maxActivePerSubmitter: Int = 16
+        threads: Int = max(1, ProcessInfo.processInfo.activeProcessorCount / 2), maxActive: Int = 256,
+        maxActivePerSubmitter: Int = 16
     ) {
         self.threads = threads
         self.maxActive = maxActive
@@ -74,7 +75,9 @@ public final class JobRunner: Sendable {
         public let submitter: String?
         public var category: ErrorCategory { .resourceExhausted }
         public var message: String {
-            let whose = submitter.map { "\($0) has \(limit) jobs queued or running" } ?? "\(limit) jobs are queued or running on this replica"
+            let whose =
+                submitter.map { "\($0) has \(limit) jobs queued or running" }
+                ?? "\(limit) jobs are queued or running on this replica"
             return "\(whose), the most it takes; retry once one has finished (watch them with `jobs list`)"
         }
         public var description: String { message }
@@ -124,15 +127,18 @@ public final class JobRunner: Sendable {
     /// `submitter` (the caller's user, else its address) is held to `maxActiveJobsPerSubmitter`.
     /// `user` is recorded as who started it (see `Job.startedBy`).
     public func start(
-        kind: String, submitter: String? = nil, user: String? = nil, work: @escaping @Sendable (JobContext) throws -> JobResult?
+        kind: String, submitter: String? = nil, user: String? = nil,
+        work: @escaping @Sendable (JobContext) throws -> JobResult?
     ) async throws -> Job {
         guard !state.withLock({ $0.stopping }) else { throw Stopped() }
         try takeSlot(submitter)
         var slotHeld = true
         defer { if slotHeld { releaseSlot(submitter) } }
         // With a fresh heartbeat: after a quiet spell the last one may be older than the lease.
-        try await store.register(JobOwner(
-            id: owner.id, machine: owner.machine, pid: owner.pid, processStart: owner.processStart, heartbeatAt: Date()))
+        try await store.register(
+            JobOwner(
+                id: owner.id, machine: owner.machine, pid: owner.pid, processStart: owner.processStart,
+                heartbeatAt: Date()))
         state.withLock { $0.registered = true }
         let job = Job(id: UUID().uuidString.lowercased(), kind: kind, owner: owner.id, startedBy: user)
         try await store.insert(job)
@@ -210,7 +216,9 @@ public final class JobRunner: Sendable {
     }
 
     /// Jobs newest first (see `JobStore.list`), after failing those of processes gone.
-    public func list(states: Set<JobState> = [], kind: String? = nil, startedBy: String? = nil, limit: Int, before: Int64? = nil) async throws
+    public func list(
+        states: Set<JobState> = [], kind: String? = nil, startedBy: String? = nil, limit: Int, before: Int64? = nil
+    ) async throws
         -> (jobs: [Job], next: Int64?)
     {
         try await store.failAbandoned(lease: options.lease)
@@ -270,7 +278,9 @@ public final class JobRunner: Sendable {
         do {
             guard try store.markRunning(active.id) else { return }  // ended meanwhile (cancelled elsewhere)
         } catch {
-            record(active, .failed(JobFailure(code: JobFailure.unavailableCode, message: "could not start the job: \(error)")))
+            record(
+                active,
+                .failed(JobFailure(code: JobFailure.unavailableCode, message: "could not start the job: \(error)")))
             return
         }
         active.markRunning()
@@ -329,7 +339,9 @@ public final class JobRunner: Sendable {
     /// Takes a place for one more job of `submitter`, or throws `JobQueueFull`.
     private func takeSlot(_ submitter: String?) throws {
         try state.withLock { state throws(JobQueueFull) in
-            guard state.activeSlots < options.maxActiveJobs else { throw JobQueueFull(limit: options.maxActiveJobs, submitter: nil) }
+            guard state.activeSlots < options.maxActiveJobs else {
+                throw JobQueueFull(limit: options.maxActiveJobs, submitter: nil)
+            }
             if let submitter {
                 let held = state.activePerSubmitter[submitter, default: 0]
                 guard held < options.maxActiveJobsPerSubmitter else {
@@ -483,7 +495,8 @@ final class ActiveJob: Sendable {
 
     /// How the job ends when its work stops because it was asked to.
     var stoppedOutcome: JobOutcome {
-        stoppedByShutdown.load(ordering: .acquiring) ? .failed(JobRunner.shutdownFailure) : .cancelled(JobRunner.cancelledFailure)
+        stoppedByShutdown.load(ordering: .acquiring)
+            ? .failed(JobRunner.shutdownFailure) : .cancelled(JobRunner.cancelledFailure)
     }
 
     func markRunning() {

@@ -63,14 +63,18 @@ public struct JobStore: Sendable {
                 INSERT INTO job_owners (id, machine, pid, process_start, heartbeat_at) VALUES (?, ?, ?, ?, ?)
                 ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at
                 """,
-                [owner.id, owner.machine, Int64(owner.pid), owner.processStart, owner.heartbeatAt.timeIntervalSince1970])
+                [
+                    owner.id, owner.machine, Int64(owner.pid), owner.processStart,
+                    owner.heartbeatAt.timeIntervalSince1970,
+                ])
         }
     }
 
     /// Refreshes `owner`'s heartbeat.
     public func heartbeat(_ ownerID: String, at now: Date = Date()) async throws {
         try await database.write { connection in
-            try connection.execute("UPDATE job_owners SET heartbeat_at = ? WHERE id = ?", [now.timeIntervalSince1970, ownerID])
+            try connection.execute(
+                "UPDATE job_owners SET heartbeat_at = ? WHERE id = ?", [now.timeIntervalSince1970, ownerID])
         }
     }
 
@@ -84,7 +88,9 @@ public struct JobStore: Sendable {
     /// Jobs newest first: those in `states` (any when empty) of `kind` (any when nil), older than the job
     /// numbered `before` (a page token), at most `limit`; plus the token of the next page when there is one.
     /// `startedBy`: only the jobs that user started.
-    public func list(states: Set<JobState> = [], kind: String? = nil, startedBy: String? = nil, limit: Int, before: Int64? = nil) async throws
+    public func list(
+        states: Set<JobState> = [], kind: String? = nil, startedBy: String? = nil, limit: Int, before: Int64? = nil
+    ) async throws
         -> (jobs: [Job], next: Int64?)
     {
         var conditions: [String] = []
@@ -121,7 +127,10 @@ public struct JobStore: Sendable {
         try await database.write { connection in
             try connection.execute(
                 "INSERT INTO jobs (id, kind, state, progress, message, created_at, owner, started_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [job.id, job.kind, job.state.rawValue, job.progress, job.message, job.createdAt.timeIntervalSince1970, job.owner, job.startedBy])
+                [
+                    job.id, job.kind, job.state.rawValue, job.progress, job.message,
+                    job.createdAt.timeIntervalSince1970, job.owner, job.startedBy,
+                ])
         }
     }
 
@@ -165,7 +174,9 @@ public struct JobStore: Sendable {
         try await database.write { try Self.finish(id, outcome, now, $0) }
     }
 
-    private static func finish(_ id: String, _ outcome: JobOutcome, _ now: Date, _ connection: Connection) throws -> Bool {
+    private static func finish(_ id: String, _ outcome: JobOutcome, _ now: Date, _ connection: Connection) throws
+        -> Bool
+    {
         try connection.execute(
             """
             UPDATE jobs SET state = ?, finished_at = ?, progress = coalesce(?, progress),
@@ -193,7 +204,8 @@ public struct JobStore: Sendable {
     public func cancelRequests(owner: String) async throws -> [String] {
         try await database.read { connection in
             try connection.query(
-                "SELECT id FROM jobs WHERE owner = ? AND cancel_requested = 1 AND state IN ('queued', 'running')", [owner]
+                "SELECT id FROM jobs WHERE owner = ? AND cancel_requested = 1 AND state IN ('queued', 'running')",
+                [owner]
             ).compactMap { $0.string(0) }
         }
     }
@@ -203,7 +215,8 @@ public struct JobStore: Sendable {
     /// Fails every active job (or only job `id`) whose owner's process is gone (see `JobOwner`), with
     /// UNAVAILABLE; returns the ids it failed. Cheap when there is nothing to do: one read of the active jobs.
     @discardableResult
-    public func failAbandoned(only id: String? = nil, lease: TimeInterval, now: Date = Date()) async throws -> [String] {
+    public func failAbandoned(only id: String? = nil, lease: TimeInterval, now: Date = Date()) async throws -> [String]
+    {
         let active = try await database.read { connection in
             try connection.query(
                 """
@@ -215,7 +228,8 @@ public struct JobStore: Sendable {
         var dead: [(id: String, owner: String, why: String)] = []
         for row in active {
             guard let jobID = row.string(0), let ownerID = row.string(1) else { continue }
-            guard let machine = row.string(2), let pid = row.int64(3), let start = row.int64(4), let beat = row.double(5)
+            guard let machine = row.string(2), let pid = row.int64(3), let start = row.int64(4),
+                let beat = row.double(5)
             else {
                 dead.append((jobID, ownerID, "its runner is not recorded"))
                 continue

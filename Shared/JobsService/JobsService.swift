@@ -42,7 +42,9 @@ public struct JobsService: JobsV1.Jobs.ServiceProtocol {
         throw JobNotFound(id: job.id)
     }
 
-    public func listJobs(request: JobsV1.ListJobsRequest, context: ServerContext) async throws -> JobsV1.ListJobsResponse {
+    public func listJobs(request: JobsV1.ListJobsRequest, context: ServerContext) async throws
+        -> JobsV1.ListJobsResponse
+    {
         let pageSize = Int(request.pageSize ?? 50)
         guard (1...500).contains(pageSize) else {
             throw RPCError(.invalidArgument, "page_size must be 1…500 (got \(pageSize))")
@@ -64,7 +66,8 @@ public struct JobsService: JobsV1.Jobs.ServiceProtocol {
         let kind = request.kind.isEmpty ? nil : request.kind
         let own = context.caller.flatMap { $0.isAdmin ? nil : $0.name }
         let page = try await runner.list(states: states, kind: kind, startedBy: own, limit: pageSize, before: before)
-        return JobsV1.ListJobsResponse(jobs: page.jobs.map(JobsV1.Job.init), nextPageToken: page.next.map(String.init) ?? "")
+        return JobsV1.ListJobsResponse(
+            jobs: page.jobs.map(JobsV1.Job.init), nextPageToken: page.next.map(String.init) ?? "")
     }
 
     private static func validID(_ id: String) throws -> String {
@@ -82,7 +85,9 @@ public enum JobsRPC {
     /// Pass it to `JobRunner`.
     public static let failure: @Sendable (any Error) -> JobFailure = { error in
         if let convertible = error as? any JobFailureConvertible { return convertible.jobFailure }
-        if let status = RPCError(answering: error) { return JobFailure(code: status.code.rawValue, message: status.message) }
+        if let status = RPCError(answering: error) {
+            return JobFailure(code: status.code.rawValue, message: status.message)
+        }
         return JobFailure(code: StatusCode.internalError.rawValue, message: "\(error)")
     }
 }
@@ -91,7 +96,8 @@ extension JobRunner {
     /// Starts a job whose work returns a protobuf message: the job's result is that message, with its type
     /// name. Throws `JobQueueFull` (RESOURCE_EXHAUSTED) past the runner's bounds (in all, or `submitter`'s).
     public func start<Result: ProtoMessage>(
-        kind: String, submitter: String? = nil, user: String? = nil, _ work: @escaping @Sendable (JobContext) throws -> Result
+        kind: String, submitter: String? = nil, user: String? = nil,
+        _ work: @escaping @Sendable (JobContext) throws -> Result
     ) async throws -> Job {
         try await start(kind: kind, submitter: submitter, user: user) { context in
             let message = try work(context)
@@ -162,7 +168,8 @@ public struct ServiceJobs: Sendable {
         options.maxActiveJobsPerSubmitter = limits.maxActivePerSubmitter
         // Bounded by the runner's `maxActiveJobs`, not by the pool's queue.
         let lane = WorkLane(name: "jobs", threads: limits.threads, queueLimit: limits.maxActive)
-        runner = JobRunner(store: try JobStore(database: database), lane: lane, options: options, failureMapping: JobsRPC.failure)
+        runner = JobRunner(
+            store: try JobStore(database: database), lane: lane, options: options, failureMapping: JobsRPC.failure)
         let failed = try await runner.recoverAbandonedJobs()
         if !failed.isEmpty { logger.warning("failed \(failed.count) jobs left running by stopped replicas") }
         rpcService = JobsService(runner: runner)

@@ -32,7 +32,8 @@ public final class ONNXNetwork: Sendable {
             let sizes = shape.map { Int32($0) }
             let status = input.withUnsafeBufferPointer { values in
                 sizes.withUnsafeBufferPointer { dims in
-                    dnn_forward(network, values.baseAddress, dims.baseAddress, Int32(dims.count), &output, &outShape, &outDims)
+                    dnn_forward(
+                        network, values.baseAddress, dims.baseAddress, Int32(dims.count), &output, &outShape, &outDims)
                 }
             }
             guard status == 0, let output else { throw DNNError(message: String(cString: dnn_last_error())) }

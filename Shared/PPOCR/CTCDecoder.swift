@@ -21,7 +21,8 @@ public struct CTCDecoder: Sendable {
     /// The characters of `probabilities` (`steps` × `classCount`, step-major), each with its probability.
     public func decode(_ probabilities: [Float], steps: Int) -> [DecodedCharacter] {
         let classes = classCount
-        precondition(probabilities.count == steps * classes, "the output does not hold \(steps) steps of \(classes) classes")
+        precondition(
+            probabilities.count == steps * classes, "the output does not hold \(steps) steps of \(classes) classes")
         var decoded: [DecodedCharacter] = []
         var previous = 0
         probabilities.withUnsafeBufferPointer { values in

@@ -5,7 +5,9 @@ import OpenCVDNN
 enum LineSplitter {
     /// `count` pieces of about equal width, each cut moved to the quietest column within an eighth of a piece; and
     /// for each cut whether it fell in a gap at least a third of the line's height wide (a space between words).
-    static func pieces(_ pixels: RGBPixels, box: TextBox, count: Int) -> (pieces: [(x: Int, width: Int)], spaces: [Bool]) {
+    static func pieces(_ pixels: RGBPixels, box: TextBox, count: Int) -> (
+        pieces: [(x: Int, width: Int)], spaces: [Bool]
+    ) {
         guard count > 1 else { return ([(box.x, box.width)], []) }
         // Each column's contrast: the range of its luminance.
         var contrast = [Int](repeating: 0, count: box.width)

@@ -1,5 +1,5 @@
-import Foundation
 import Base
+import Foundation
 import OpenCVDNN
 import SevenSegment
 import Synchronization
@@ -72,7 +72,8 @@ public final class PPOCREngine: Sendable {
         do {
             var lines = try detect(pixels).compactMap { try recognize(pixels, box: $0) }
             if let segments { lines = try SegmentReading.merge(lines, in: pixels, reader: segments) }
-            return lines
+            return
+                lines
                 .filter { $0.confidence >= Self.minimumConfidence && !$0.text.isEmpty }
         } catch let error as DNNError {
             throw PPOCRError(.internal, "PP-OCR failed: \(error.message)")
@@ -129,7 +130,8 @@ public final class PPOCREngine: Sendable {
                 canvasWidth: Self.lineWidth, canvasHeight: Self.lineHeight, normalisation: Self.detectionNormalisation)
             let output = try recognizer.forward(input, shape: [1, 3, Self.lineHeight, Self.lineWidth])
             guard output.shape == [1, Self.steps, decoder.classCount] else {
-                throw PPOCRError(.internal, "PP-OCR's recogniser answered \(output.shape) for \(decoder.classCount) classes")
+                throw PPOCRError(
+                    .internal, "PP-OCR's recogniser answered \(output.shape) for \(decoder.classCount) classes")
             }
             let columnWidth = Double(Self.lineWidth) / Double(Self.steps)
             let pixelsPerColumn = Double(piece.width) / Double(width) * columnWidth
@@ -162,10 +164,12 @@ public final class PPOCREngine: Sendable {
             let left = max(Double(line.x), first.x - pitch / 2)
             let right = min(Double(line.x + line.width), last.x + pitch / 2)
             let confidence = current.map(\.0.probability).reduce(0, +) / Double(current.count)
-            words.append(PPOCRWord(
-                text: text, confidence: confidence,
-                box: TextBox(x: Int(left.rounded()), y: line.y, width: max(1, Int((right - left).rounded())),
-                             height: line.height, score: line.score)))
+            words.append(
+                PPOCRWord(
+                    text: text, confidence: confidence,
+                    box: TextBox(
+                        x: Int(left.rounded()), y: line.y, width: max(1, Int((right - left).rounded())),
+                        height: line.height, score: line.score)))
         }
         for character in characters {
             if character.0.character == " " { flush() } else { current.append(character) }
@@ -174,5 +178,3 @@ public final class PPOCREngine: Sendable {
         return words
     }
 }
-
-

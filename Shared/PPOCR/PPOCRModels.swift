@@ -34,8 +34,10 @@ public struct PPOCRModels: Sendable {
     /// or not the one the manifest names.
     public static func load(directory: String) throws -> PPOCRModels {
         let folder = URL(fileURLWithPath: directory)
-        guard let manifestData = FileManager.default.contents(atPath: folder.appendingPathComponent(manifestName).path) else {
-            throw PPOCRError(.failedPrecondition, "PP-OCR is not installed in \(directory) (no \(manifestName)); \(installHint)")
+        guard let manifestData = FileManager.default.contents(atPath: folder.appendingPathComponent(manifestName).path)
+        else {
+            throw PPOCRError(
+                .failedPrecondition, "PP-OCR is not installed in \(directory) (no \(manifestName)); \(installHint)")
         }
         struct Manifest: Decodable { var files: [String: String] }
         let manifest: Manifest
@@ -60,6 +62,7 @@ public struct PPOCRModels: Sendable {
             .split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         return PPOCRModels(
             landscapeDetector: contents["det-landscape.onnx"]!, portraitDetector: contents["det-portrait.onnx"]!,
-            recognizer: contents["rec.onnx"]!, characters: characters.last == "" ? Array(characters.dropLast()) : characters)
+            recognizer: contents["rec.onnx"]!,
+            characters: characters.last == "" ? Array(characters.dropLast()) : characters)
     }
 }

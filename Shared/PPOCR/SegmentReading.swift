@@ -38,10 +38,12 @@ enum SegmentReading {
         // A region's value is refused when an overlapping region reads more digits of segments there, sure or not:
         // it is then a fragment of a value the reader could not read whole (`15` of 15.7 under glare).
         var candidates = all.filter { candidate in
-            accepted(candidate.reading, minimum: unsureConfidence) && !all.contains { other in
-                other.reading.digits > candidate.reading.digits && other.reading.strokesPerDigit >= minimumStrokesPerDigit
-                    && overlap(other.box, candidate.box) > 0.5
-            }
+            accepted(candidate.reading, minimum: unsureConfidence)
+                && !all.contains { other in
+                    other.reading.digits > candidate.reading.digits
+                        && other.reading.strokesPerDigit >= minimumStrokesPerDigit
+                        && overlap(other.box, candidate.box) > 0.5
+                }
         }
         candidates.sort { ($0.reading.digits, $0.reading.confidence) > ($1.reading.digits, $1.reading.confidence) }
         var taken: [TextBox] = []
@@ -49,14 +51,22 @@ enum SegmentReading {
             guard !taken.contains(where: { overlap($0, box) > 0.5 }) else { continue }
             // An unsure value stands only where PP-OCR read no number, flagged.
             let unsure = reading.confidence < minimumConfidence
-            if unsure, lines.contains(where: { $0.words.contains { $0.text.contains(where: \.isNumber) && overlap($0.box, box) > 0.3 } }) {
+            if unsure,
+                lines.contains(where: {
+                    $0.words.contains { $0.text.contains(where: \.isNumber) && overlap($0.box, box) > 0.3 }
+                })
+            {
                 continue
             }
             taken.append(box)
-            let doubt = unsure ? "read unsure (a glyph at \((reading.confidence * 100).rounded() / 100))"
+            let doubt =
+                unsure
+                ? "read unsure (a glyph at \((reading.confidence * 100).rounded() / 100))"
                 : try doubt(about: reading, at: box, among: all, lines: lines, in: pixels, reader: reader)
-            let word = PPOCRWord(text: reading.text, confidence: doubt == nil ? reading.confidence : min(reading.confidence, doubtfulConfidence),
-                                 box: box, doubt: doubt)
+            let word = PPOCRWord(
+                text: reading.text,
+                confidence: doubt == nil ? reading.confidence : min(reading.confidence, doubtfulConfidence),
+                box: box, doubt: doubt)
             // The PP-OCR line this region overlaps most, if any.
             let best = lines.indices.map { ($0, overlap(lines[$0].box, box)) }.filter { $0.1 > 0.3 }.max { $0.1 < $1.1 }
             guard let index = best?.0 else {
@@ -74,10 +84,14 @@ enum SegmentReading {
                 let digits = word.text.filter(\.isNumber)
                 guard !digits.isEmpty else { return nil }
                 if isMalformedNumber(word.text) { return "\(word.text) is no well-formed number" }
-                let box = word.box, x0 = max(0, box.x - box.height), x1 = min(pixels.width, box.x + box.width + box.height)
-                let wide = try read(TextBox(x: x0, y: box.y, width: x1 - x0, height: box.height, score: 1), in: pixels, reader: reader)
+                let box = word.box, x0 = max(0, box.x - box.height),
+                    x1 = min(pixels.width, box.x + box.width + box.height)
+                let wide = try read(
+                    TextBox(x: x0, y: box.y, width: x1 - x0, height: box.height, score: 1), in: pixels, reader: reader)
                 let readings = all.filter { overlap($0.box, box) > 0.5 }.map(\.reading) + (wide.map { [$0] } ?? [])
-                return readings.first { isLonger($0, than: digits) }.map { "PP-OCR read a part of the segment value \($0.text)" }
+                return readings.first { isLonger($0, than: digits) }.map {
+                    "PP-OCR read a part of the segment value \($0.text)"
+                }
             }
         }
         // PP-OCR's lines keep their order (a template's neighbourhoods and the text read are PP-OCR's); the reader's
@@ -88,8 +102,9 @@ enum SegmentReading {
     /// The reader's value in `box` (cut at `cutHeight` rows at most), nil when it reads no digit.
     static func read(_ box: TextBox, in pixels: RGBPixels, reader: SevenSegmentReader) throws -> SevenSegmentReading? {
         guard box.width >= 4, box.height >= 8 else { return nil }
-        let grey = GreyPixels(rgb: pixels.bytes, width: pixels.width, height: pixels.height,
-                              crop: (box.x, box.y, box.width, box.height), maximumHeight: cutHeight)
+        let grey = GreyPixels(
+            rgb: pixels.bytes, width: pixels.width, height: pixels.height,
+            crop: (box.x, box.y, box.width, box.height), maximumHeight: cutHeight)
         return try reader.read(grey)
     }
 
@@ -97,15 +112,20 @@ enum SegmentReading {
     /// `01` was chosen: the region stopped short of the value); the region widened by its height on both sides reads
     /// more digits or other ones (its ink goes on past the region); PP-OCR read digits there that the value lacks,
     /// or the same digits with another decimal point (a point one of them lost).
-    static func doubt(about reading: SevenSegmentReading, at box: TextBox, among all: [(box: TextBox, reading: SevenSegmentReading)],
-                      lines: [PPOCRLine], in pixels: RGBPixels, reader: SevenSegmentReader) throws -> String? {
+    static func doubt(
+        about reading: SevenSegmentReading, at box: TextBox, among all: [(box: TextBox, reading: SevenSegmentReading)],
+        lines: [PPOCRLine], in pixels: RGBPixels, reader: SevenSegmentReader
+    ) throws -> String? {
         if let other = disagreeing(with: reading, at: box, among: all) {
             return "another reading of the segments there is \(other)"
         }
         let grow = box.height
         let x0 = max(0, box.x - grow), x1 = min(pixels.width, box.x + box.width + grow)
-        if x1 - x0 > box.width, let wide = try read(TextBox(x: x0, y: box.y, width: x1 - x0, height: box.height, score: 1), in: pixels, reader: reader),
-           hasLeadingDigits(wide, before: reading) {
+        if x1 - x0 > box.width,
+            let wide = try read(
+                TextBox(x: x0, y: box.y, width: x1 - x0, height: box.height, score: 1), in: pixels, reader: reader),
+            hasLeadingDigits(wide, before: reading)
+        {
             return "the segments go on before the value's region (\(wide.text) there)"
         }
         for line in lines {
@@ -118,7 +138,9 @@ enum SegmentReading {
 
     /// An overlapping region's reading of two digits or more, each glyph one digit's strokes at most (not a whole
     /// panel cut as one line), that is no part of the value: the two regions saw different digits there.
-    static func disagreeing(with reading: SevenSegmentReading, at box: TextBox, among all: [(box: TextBox, reading: SevenSegmentReading)]) -> String? {
+    static func disagreeing(
+        with reading: SevenSegmentReading, at box: TextBox, among all: [(box: TextBox, reading: SevenSegmentReading)]
+    ) -> String? {
         let digits = reading.text.filter(\.isNumber)
         return all.first { other in
             other.reading.digits >= 2 && other.reading.strokesPerDigit <= 7 && overlap(other.box, box) > 0.5
@@ -140,7 +162,9 @@ enum SegmentReading {
         let theirs = word.filter(\.isNumber), digits = value.filter(\.isNumber)
         guard !theirs.isEmpty else { return nil }
         if !isSubsequence(theirs, of: digits) { return "PP-OCR read \(word) there" }
-        if theirs == digits, word.contains("."), !value.contains(".") { return "PP-OCR read a decimal point there (\(word))" }
+        if theirs == digits, word.contains("."), !value.contains(".") {
+            return "PP-OCR read a decimal point there (\(word))"
+        }
         return nil
     }
 
@@ -207,10 +231,16 @@ enum SegmentReading {
             let first = line.words[numeric.first!], last = line.words[numeric.last!]
             let (prefix, suffix) = surrounding(numeric.map { line.words[$0].text }.joined())
             let right = last.box.x + last.box.width
-            line.words.replaceSubrange(numeric.first!...numeric.last!, with: [PPOCRWord(
-                text: prefix + word.text + suffix, confidence: word.confidence,
-                box: TextBox(x: first.box.x, y: first.box.y, width: right - first.box.x, height: first.box.height, score: first.box.score),
-                doubt: word.doubt)])
+            line.words.replaceSubrange(
+                numeric.first!...numeric.last!,
+                with: [
+                    PPOCRWord(
+                        text: prefix + word.text + suffix, confidence: word.confidence,
+                        box: TextBox(
+                            x: first.box.x, y: first.box.y, width: right - first.box.x, height: first.box.height,
+                            score: first.box.score),
+                        doubt: word.doubt)
+                ])
         }
         line.text = line.words.map(\.text).joined(separator: " ")
         line.confidence = line.words.map(\.confidence).reduce(0, +) / Double(line.words.count)
@@ -219,7 +249,8 @@ enum SegmentReading {
 
     /// The share of the smaller box that the two boxes have in common.
     static func overlap(_ a: TextBox, _ b: TextBox) -> Double {
-        let width = min(a.x + a.width, b.x + b.width) - max(a.x, b.x), height = min(a.y + a.height, b.y + b.height) - max(a.y, b.y)
+        let width = min(a.x + a.width, b.x + b.width) - max(a.x, b.x),
+            height = min(a.y + a.height, b.y + b.height) - max(a.y, b.y)
         guard width > 0, height > 0 else { return 0 }
         return Double(width * height) / Double(max(1, min(a.width * a.height, b.width * b.height)))
     }
@@ -228,7 +259,8 @@ enum SegmentReading {
     static func surrounding(_ text: String) -> (prefix: String, suffix: String) {
         let characters = Array(text)
         guard let first = characters.firstIndex(where: { $0.isNumber || $0 == "-" || $0 == "−" }),
-              let last = characters.lastIndex(where: \.isNumber) else { return ("", "") }
+            let last = characters.lastIndex(where: \.isNumber)
+        else { return ("", "") }
         return (String(characters[..<first]), String(characters[(last + 1)...]))
     }
 }

@@ -63,8 +63,12 @@ public struct DBPostprocessor: Sendable {
             stack.append(start)
             while let index = stack.popLast() {
                 let x = index % w, y = index / w
-                minX = min(minX, x); maxX = max(maxX, x); minY = min(minY, y); maxY = max(maxY, y)
-                sum += Double(map[y * width + x]); count += 1
+                minX = min(minX, x)
+                maxX = max(maxX, x)
+                minY = min(minY, y)
+                maxY = max(maxY, y)
+                sum += Double(map[y * width + x])
+                count += 1
                 for dy in -1...1 {
                     let ny = y + dy
                     guard ny >= 0, ny < h else { continue }

@@ -28,9 +28,12 @@ extension RPCServer {
     /// The route `name`, guarded as method `guardedAs` (by its access level; a route binding no method of this server
     /// is a public read: the page, its files, downloads), counted under `name` in this server's stats.
     package func bind(_ name: String, guardedAs: String) -> BoundRoute {
-        let method = method(guardedAs)?.info ?? ProtoMethodInfo(
-            path: guardedAs, serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, requestType: "",
-            responseType: "")
+        let method =
+            method(guardedAs)?.info
+            ?? ProtoMethodInfo(
+                path: guardedAs, serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public,
+                requestType: "",
+                responseType: "")
         return BoundRoute(name: name, guardedAs: guardedAs, method: method, stats: stats.counters(for: name))
     }
 
@@ -88,7 +91,8 @@ extension RPCServer {
         case .failure(let error):
             route.stats.record(duration: .now - arrived, code: error.code)
             if logged {
-                logger.log(error.code == .internalError ? .error : .info, "\(route.name) from \(head.peer) failed: \(error)")
+                logger.log(
+                    error.code == .internalError ? .error : .info, "\(route.name) from \(head.peer) failed: \(error)")
             }
         }
         return outcome

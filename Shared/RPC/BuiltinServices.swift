@@ -68,12 +68,13 @@ struct BuiltinServices: RPCService {
                 loop: state.stats.loopFigures.map { loop in
                     RpcV1.LoopStats(
                         turns: loop.turns, busySeconds: loop.busySeconds, longestTurnMs: loop.longestMilliseconds,
-                        turnsOver1ms: loop.turnsOver[0], turnsOver10ms: loop.turnsOver[1], turnsOver100ms: loop.turnsOver[2])
+                        turnsOver1ms: loop.turnsOver[0], turnsOver10ms: loop.turnsOver[1],
+                        turnsOver100ms: loop.turnsOver[2])
                 },
                 memory: RpcV1.MemoryStats(
-                    limitBytes: UInt64(MemoryBudget.process.limit), usedBytes: UInt64(max(0, MemoryBudget.process.used)),
+                    limitBytes: UInt64(MemoryBudget.process.limit),
+                    usedBytes: UInt64(max(0, MemoryBudget.process.used)),
                     refused: UInt64(MemoryBudget.process.refused)))
         }
     }
 }
-

@@ -16,7 +16,8 @@ public struct CallHead: Sendable {
     public var peerCertificate: String?
 
     public init(
-        method: String, metadata: Metadata = [:], deadline: ContinuousClock.Instant? = nil, peer: String = "", peerCertificate: String? = nil
+        method: String, metadata: Metadata = [:], deadline: ContinuousClock.Instant? = nil, peer: String = "",
+        peerCertificate: String? = nil
     ) {
         self.method = method
         self.metadata = metadata
@@ -65,7 +66,9 @@ public struct ServerContext: Sendable {
     /// Throws CANCELLED once the caller went away or DEADLINE_EXCEEDED once the deadline passed;
     /// long handlers call it between steps.
     public func checkAlive() throws {
-        if let deadline, deadline <= .now { throw RPCError(.deadlineExceeded, "deadline passed while serving \(method)") }
+        if let deadline, deadline <= .now {
+            throw RPCError(.deadlineExceeded, "deadline passed while serving \(method)")
+        }
         if isCancelled { throw RPCError(.cancelled, "call to \(method) was cancelled") }
     }
 }
@@ -155,7 +158,9 @@ public struct ResponseWriter<Response: ProtoMessage>: Sendable {
 
     private static func reserve(_ bytes: Int, of budget: MemoryBudget, unless sink: any ResponseSink) async throws {
         guard await budget.reserve(bytes, waitingUpTo: budgetPatience, unless: { sink.isCancelled }) else {
-            if sink.isCancelled || Task.isCancelled { throw RPCError(.cancelled, "the call ended while its answer waited for memory") }
+            if sink.isCancelled || Task.isCancelled {
+                throw RPCError(.cancelled, "the call ended while its answer waited for memory")
+            }
             throw RPCError(
                 .resourceExhausted,
                 "the server's memory budget (\(budget.limit >> 20) MiB) cannot hold this call's next answer of \(bytes) bytes: "

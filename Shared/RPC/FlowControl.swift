@@ -57,7 +57,9 @@ package final class SendWindow: Sendable {
             let granted = min(state.credit, wanted)
             state.credit -= granted
             return granted
-        } ready: { state in state.credit >= minimum }
+        } ready: { state in
+            state.credit >= minimum
+        }
     }
 
     /// Takes `cost` whole once the credit is at least `min(cost, window)` (so a message larger
@@ -68,7 +70,9 @@ package final class SendWindow: Sendable {
         _ = try await waitForCredit { state in
             state.credit -= cost
             return cost
-        } ready: { state in state.credit >= minimum }
+        } ready: { state in
+            state.credit >= minimum
+        }
     }
 
     /// Runs `body` (which sends one message, taking credit as it goes) once the senders before it
@@ -84,7 +88,9 @@ package final class SendWindow: Sendable {
     /// `FlowControl.minChunk` of credit before each. `write` puts one chunk on the wire (`continues`:
     /// more of the message follows), first waiting for its connection if it must, and throws once
     /// the call is over. The one place messages are cut, so both ends of every transport cut alike.
-    package func send(_ message: [UInt8], write: (_ chunk: [UInt8], _ continues: Bool) async throws -> Void) async throws {
+    package func send(_ message: [UInt8], write: (_ chunk: [UInt8], _ continues: Bool) async throws -> Void)
+        async throws
+    {
         try await withTurn {
             var offset = 0
             repeat {
@@ -257,14 +263,19 @@ package final class MessageInbox: Sendable {
     package func receive(chunk: [UInt8], continues: Bool) throws(Violation) {
         let cost = FlowControl.cost(chunk.count)
         var toGrant = 0
-        let delivery = try state.withLock { state throws(Violation) -> (UnsafeContinuation<[UInt8]?, any Error>, [UInt8])? in
+        let delivery = try state.withLock {
+            state throws(Violation) -> (UnsafeContinuation<[UInt8]?, any Error>, [UInt8])? in
             guard state.end == nil else { return nil }  // over, or half-closed already: dropped
             guard cost <= state.available else {
-                throw Violation(error: RPCError(
-                    .resourceExhausted, "flow control: a message frame of \(cost) bytes exceeds the \(state.available) bytes of credit left"))
+                throw Violation(
+                    error: RPCError(
+                        .resourceExhausted,
+                        "flow control: a message frame of \(cost) bytes exceeds the \(state.available) bytes of credit left"
+                    ))
             }
             guard (state.partial?.count ?? 0) + chunk.count <= maxMessageSize else {
-                throw Violation(error: RPCError(.resourceExhausted, "message larger than the limit of \(maxMessageSize) bytes"))
+                throw Violation(
+                    error: RPCError(.resourceExhausted, "message larger than the limit of \(maxMessageSize) bytes"))
             }
             state.available -= cost
             var message: [UInt8]
@@ -331,7 +342,8 @@ package final class MessageInbox: Sendable {
             guard state.end == nil else { return nil }
             if error == nil, state.partial != nil {
                 // Half-closed in the middle of a message: what came of it is no message.
-                error = RPCError(.invalidArgument, "the stream ended inside a message (its last chunk said more would follow)")
+                error = RPCError(
+                    .invalidArgument, "the stream ended inside a message (its last chunk said more would follow)")
             }
             state.end = error.map { .failure($0) } ?? .success(())
             state.partial = nil

@@ -32,7 +32,8 @@ public final class RPCClient: Sendable {
     private static let quarantine = Duration.seconds(2)
 
     public init(
-        transports: [any ClientTransport], retry: RetryPolicy = RetryPolicy(), defaultMetadata: Metadata = [:], credentials: Metadata = [:]
+        transports: [any ClientTransport], retry: RetryPolicy = RetryPolicy(), defaultMetadata: Metadata = [:],
+        credentials: Metadata = [:]
     ) {
         precondition(!transports.isEmpty, "a client needs at least one endpoint")
         self.transports = transports
@@ -62,12 +63,14 @@ public final class RPCClient: Sendable {
         _ method: ProtoMethod<Request, Response>, _ request: Request, options: CallOptions = CallOptions()
     ) async throws -> Response {
         let bytes = try await unary(
-            path: method.path, idempotent: options.idempotent ?? method.idempotent, needsToken: method.access.needsToken,
+            path: method.path, idempotent: options.idempotent ?? method.idempotent,
+            needsToken: method.access.needsToken,
             request: try Self.encode(request, for: method.path), options: options)
         do {
             return try Response(serializedBytes: bytes)
         } catch {
-            throw RPCError(.internalError, "response from \(method.path) is not a valid \(Response.protoName): \(error)")
+            throw RPCError(
+                .internalError, "response from \(method.path) is not a valid \(Response.protoName): \(error)")
         }
     }
 
@@ -88,10 +91,11 @@ public final class RPCClient: Sendable {
         let (_, transport) = pick()
         let first = transport.stream(head, request: payload)
         let attempts = max(1, min(retry.maxAttempts, transports.count))
-        return ResponseStream(ResponseSource(method: method.path, call: first, retries: attempts - 1) { [self] in
-            let (_, transport) = pick()
-            return transport.stream(head, request: payload)
-        })
+        return ResponseStream(
+            ResponseSource(method: method.path, call: first, retries: attempts - 1) { [self] in
+                let (_, transport) = pick()
+                return transport.stream(head, request: payload)
+            })
     }
 
     /// Makes a client-streaming call: `requests` writes the requests (each `send` waits while the
@@ -176,7 +180,9 @@ public final class RPCClient: Sendable {
 
     /// Makes a unary call with an encoded request and returns the encoded response.
     @usableFromInline
-    func unary(path: String, idempotent: Bool, needsToken: Bool, request: [UInt8], options: CallOptions) async throws -> [UInt8] {
+    func unary(path: String, idempotent: Bool, needsToken: Bool, request: [UInt8], options: CallOptions) async throws
+        -> [UInt8]
+    {
         let head = makeHead(path, options, needsToken: needsToken)
         var backoff = retry.initialBackoff
         var attempt = 1

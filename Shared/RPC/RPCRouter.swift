@@ -36,11 +36,13 @@ public struct RPCRouter: Sendable {
         _ method: ProtoMethod<Request, Response>,
         _ handler: @escaping @Sendable (Request, ServerContext) async throws -> Response
     ) {
-        add(method, .single { bytes, context, _ in
-            let request = try Self.decode(Request.self, bytes, method.path)
-            // A response whose text holds a NUL fails the call (INTERNAL, logged) rather than answer it cut short.
-            return try await handler(request, context).serializedBytesRefusingNUL()
-        })
+        add(
+            method,
+            .single { bytes, context, _ in
+                let request = try Self.decode(Request.self, bytes, method.path)
+                // A response whose text holds a NUL fails the call (INTERNAL, logged) rather than answer it cut short.
+                return try await handler(request, context).serializedBytesRefusingNUL()
+            })
     }
 
     /// Registers a server-streaming method.
@@ -48,11 +50,13 @@ public struct RPCRouter: Sendable {
         _ method: ProtoMethod<Request, Response>,
         _ handler: @escaping @Sendable (Request, ResponseWriter<Response>, ServerContext) async throws -> Void
     ) {
-        add(method, .single { bytes, context, sink in
-            let request = try Self.decode(Request.self, bytes, method.path)
-            try await handler(request, ResponseWriter(sink: sink), context)
-            return nil
-        })
+        add(
+            method,
+            .single { bytes, context, sink in
+                let request = try Self.decode(Request.self, bytes, method.path)
+                try await handler(request, ResponseWriter(sink: sink), context)
+                return nil
+            })
     }
 
     /// Registers a client-streaming method: the handler reads the requests until the client
@@ -61,21 +65,27 @@ public struct RPCRouter: Sendable {
         _ method: ProtoMethod<Request, Response>,
         _ handler: @escaping @Sendable (RequestStream<Request>, ServerContext) async throws -> Response
     ) {
-        add(method, .streaming { inbox, context, _ in
-            try await handler(RequestStream(inbox: inbox, method: method.path), context).serializedBytesRefusingNUL()
-        })
+        add(
+            method,
+            .streaming { inbox, context, _ in
+                try await handler(RequestStream(inbox: inbox, method: method.path), context)
+                    .serializedBytesRefusingNUL()
+            })
     }
 
     /// Registers a bidirectional-streaming method: the handler reads requests and writes
     /// responses in any order; the call ends (OK) when it returns.
     public mutating func bidirectionalStreaming<Request, Response>(
         _ method: ProtoMethod<Request, Response>,
-        _ handler: @escaping @Sendable (RequestStream<Request>, ResponseWriter<Response>, ServerContext) async throws -> Void
+        _ handler:
+            @escaping @Sendable (RequestStream<Request>, ResponseWriter<Response>, ServerContext) async throws -> Void
     ) {
-        add(method, .streaming { inbox, context, sink in
-            try await handler(RequestStream(inbox: inbox, method: method.path), ResponseWriter(sink: sink), context)
-            return nil
-        })
+        add(
+            method,
+            .streaming { inbox, context, sink in
+                try await handler(RequestStream(inbox: inbox, method: method.path), ResponseWriter(sink: sink), context)
+                return nil
+            })
     }
 
     /// Every registered method, sorted by path.
@@ -86,7 +96,9 @@ public struct RPCRouter: Sendable {
         routes[method.path] = Route(info: method.info, body: body, json: JSONTranscoder(Request.self, Response.self))
     }
 
-    private static func decode<Request: ProtoMessage>(_ type: Request.Type, _ bytes: [UInt8], _ path: String) throws -> Request {
+    private static func decode<Request: ProtoMessage>(_ type: Request.Type, _ bytes: [UInt8], _ path: String) throws
+        -> Request
+    {
         do {
             return try Request(serializedBytes: bytes)
         } catch {
@@ -113,7 +125,8 @@ package struct JSONTranscoder: Sendable {
 
     init?<Request: ProtoMessage, Response: ProtoMessage>(_: Request.Type, _: Response.Type) {
         guard let requestType = Request.self as? any ProtoJSONMessage.Type,
-              let responseType = Response.self as? any ProtoJSONMessage.Type else { return nil }
+            let responseType = Response.self as? any ProtoJSONMessage.Type
+        else { return nil }
         request = { bytes throws(RPCError) in try Self.fromJSON(requestType, bytes) }
         response = { bytes throws(RPCError) in try Self.toJSON(responseType, bytes) }
     }
@@ -122,7 +135,9 @@ package struct JSONTranscoder: Sendable {
     /// against a newer schema.
     static let options = ProtoJSONOptions(ignoreUnknownFields: true)
 
-    private static func fromJSON<Message: ProtoJSONMessage>(_: Message.Type, _ bytes: [UInt8]) throws(RPCError) -> [UInt8] {
+    private static func fromJSON<Message: ProtoJSONMessage>(_: Message.Type, _ bytes: [UInt8]) throws(RPCError)
+        -> [UInt8]
+    {
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw RPCError(.invalidArgument, "the request is not UTF-8 JSON")
         }
@@ -133,7 +148,8 @@ package struct JSONTranscoder: Sendable {
         }
     }
 
-    private static func toJSON<Message: ProtoJSONMessage>(_: Message.Type, _ bytes: [UInt8]) throws(RPCError) -> [UInt8] {
+    private static func toJSON<Message: ProtoJSONMessage>(_: Message.Type, _ bytes: [UInt8]) throws(RPCError) -> [UInt8]
+    {
         do {
             return Array(try Message(serializedBytes: bytes).jsonString().utf8)
         } catch {

@@ -20,7 +20,9 @@ public final class RPCServer: Sendable {
 
     /// A server offering `services` plus the built-in health, reflection and stats services; `guard`
     /// admits the calls of `services` (never the built-ins').
-    public init(name: String, services: [any RPCService], logger: Logger? = nil, guard callGuard: (any CallGuard)? = nil) {
+    public init(
+        name: String, services: [any RPCService], logger: Logger? = nil, guard callGuard: (any CallGuard)? = nil
+    ) {
         self.logger = logger ?? Logger(label: name)
         self.callGuard = callGuard
         state = ServerState(name: name)
@@ -102,7 +104,9 @@ public final class RPCServer: Sendable {
     fileprivate func serve(_ call: IncomingCall, _ input: CallInput, _ sink: any ResponseSink) async {
         let head = call.head
         guard let route = call.route else {
-            if case .stream(let inbox) = input { inbox.finish(error: RPCError(.unimplemented, "unknown method"), discarding: true) }
+            if case .stream(let inbox) = input {
+                inbox.finish(error: RPCError(.unimplemented, "unknown method"), discarding: true)
+            }
             answer(call, sink, RPCError(.unimplemented, "unknown method \(head.method)"))
             return
         }
@@ -122,13 +126,18 @@ public final class RPCServer: Sendable {
         }
         var input = input
         if case .single(let request) = input, let limit = route.info.maxRequestBytes, request.count > limit {
-            answer(call, sink, RPCError(.resourceExhausted, "the request of \(request.count) bytes is over \(head.method)'s limit of \(limit) bytes"))
+            answer(
+                call, sink,
+                RPCError(
+                    .resourceExhausted,
+                    "the request of \(request.count) bytes is over \(head.method)'s limit of \(limit) bytes"))
             return
         }
         if case .encoded(let bytes, let decoder) = input {
             // Decoded here, on the call's worker and after the guard: see `RequestDecoder`.
             do {
-                input = .single(try decoder.decode(bytes, for: RequestDecoder.Method(info: route.info, json: route.json)))
+                input = .single(
+                    try decoder.decode(bytes, for: RequestDecoder.Method(info: route.info, json: route.json)))
             } catch {
                 answer(call, sink, error)
                 return
@@ -142,7 +151,8 @@ public final class RPCServer: Sendable {
             case (.streaming(let handler), .stream(let inbox)):
                 message = try await handler(inbox, ServerContext(head, caller: caller, sink: sink), sink)
             case (.streaming(let handler), .single(let request)):
-                message = try await handler(MessageInbox(closedWith: [request]), ServerContext(head, caller: caller, sink: sink), sink)
+                message = try await handler(
+                    MessageInbox(closedWith: [request]), ServerContext(head, caller: caller, sink: sink), sink)
             case (_, .encoded):
                 preconditionFailure("an encoded request is decoded before its handler runs")
             case (.single(let handler), .stream(let inbox)):

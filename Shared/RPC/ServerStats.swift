@@ -21,7 +21,6 @@ public final class ServerStats: Sendable {
     /// cannot grow the table with made-up names.
     public static let unknownMethod = "(unknown method)"
 
-
     private let methods = Mutex<[String: MethodStats]>([:])
     private let connections = Mutex(ConnectionCounters())
     private let loop = Mutex<(@Sendable () -> LoopFigures)?>(nil)
@@ -58,7 +57,12 @@ public final class ServerStats: Sendable {
         counters.record(duration: .zero, code: code)
     }
 
-    public func connectionOpened() { connections.withLock { $0.open += 1; $0.total += 1 } }
+    public func connectionOpened() {
+        connections.withLock {
+            $0.open += 1
+            $0.total += 1
+        }
+    }
     public func connectionClosed() { connections.withLock { $0.open -= 1 } }
     public func connectionRejected() { connections.withLock { $0.rejected += 1 } }
 

@@ -97,7 +97,8 @@ public struct ResponseStream<Response: ProtoMessage>: AsyncSequence, Sendable {
                 return try Response(serializedBytes: bytes)
             } catch {
                 source.cancel()
-                throw RPCError(.internalError, "response from \(source.method) is not a valid \(Response.protoName): \(error)")
+                throw RPCError(
+                    .internalError, "response from \(source.method) is not a valid \(Response.protoName): \(error)")
             }
         }
     }

@@ -1,6 +1,7 @@
 import Schema
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The envelope's own codec: `RpcV1.Frame` written and read by hand, in the wire format protobuf-c writes (fields in
@@ -56,7 +57,9 @@ package enum FrameEnvelope {
         let tail = buffer.count - frame.payload.count - head
         encodeHead(frame, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<head]))
         frame.payload.withUnsafeBytes { payload in
-            if let source = payload.baseAddress { (buffer.baseAddress! + head).copyMemory(from: source, byteCount: payload.count) }
+            if let source = payload.baseAddress {
+                (buffer.baseAddress! + head).copyMemory(from: source, byteCount: payload.count)
+            }
         }
         encodeTail(frame, into: UnsafeMutableRawBufferPointer(rebasing: buffer[(buffer.count - tail)...]))
     }
@@ -66,34 +69,62 @@ package enum FrameEnvelope {
     package static func encodeHead(_ frame: RpcV1.Frame, into buffer: UnsafeMutableRawBufferPointer) {
         guard let base = buffer.baseAddress else { return }
         var writer = Writer(cursor: base, end: base + buffer.count)
-        if frame.callID != 0 { writer.tag(1, .varint); writer.varint(frame.callID) }
-        if frame.kind.rawValue != 0 { writer.tag(2, .varint); writer.varint(UInt64(bitPattern: Int64(frame.kind.rawValue))) }
+        if frame.callID != 0 {
+            writer.tag(1, .varint)
+            writer.varint(frame.callID)
+        }
+        if frame.kind.rawValue != 0 {
+            writer.tag(2, .varint)
+            writer.varint(UInt64(bitPattern: Int64(frame.kind.rawValue)))
+        }
         if !frame.method.isEmpty { writer.string(3, frame.method) }
-        if let timeout = frame.timeoutMicros { writer.tag(4, .varint); writer.varint(timeout) }
+        if let timeout = frame.timeoutMicros {
+            writer.tag(4, .varint)
+            writer.varint(timeout)
+        }
         for entry in frame.metadata {
             writer.tag(5, .lengthDelimited)
             writer.varint(UInt64(entrySize(entry)))
             if !entry.key.isEmpty { writer.string(1, entry.key) }
             if !entry.value.isEmpty { writer.string(2, entry.value) }
         }
-        if frame.hasPayload { writer.tag(6, .varint); writer.varint(1) }
+        if frame.hasPayload {
+            writer.tag(6, .varint)
+            writer.varint(1)
+        }
         if !frame.payload.isEmpty {
             writer.tag(7, .lengthDelimited)
             writer.varint(UInt64(frame.payload.count))
         }
-        precondition(writer.cursor == writer.end, "the envelope's head was sized \(buffer.count) bytes, \(writer.end - writer.cursor) left")
+        precondition(
+            writer.cursor == writer.end,
+            "the envelope's head was sized \(buffer.count) bytes, \(writer.end - writer.cursor) left")
     }
 
     /// Writes the fields after the payload's bytes into `buffer`, which holds exactly `tailSize(of: frame)` bytes.
     package static func encodeTail(_ frame: RpcV1.Frame, into buffer: UnsafeMutableRawBufferPointer) {
         guard let base = buffer.baseAddress else { return }
         var writer = Writer(cursor: base, end: base + buffer.count)
-        if frame.statusCode != 0 { writer.tag(8, .varint); writer.varint(UInt64(frame.statusCode)) }
+        if frame.statusCode != 0 {
+            writer.tag(8, .varint)
+            writer.varint(UInt64(frame.statusCode))
+        }
         if !frame.statusMessage.isEmpty { writer.string(9, frame.statusMessage) }
-        if frame.clientStream { writer.tag(10, .varint); writer.varint(1) }
-        if frame.continues { writer.tag(11, .varint); writer.varint(1) }
-        if frame.windowIncrement != 0 { writer.tag(12, .varint); writer.varint(UInt64(frame.windowIncrement)) }
-        precondition(writer.cursor == writer.end, "the envelope's tail was sized \(buffer.count) bytes, \(writer.end - writer.cursor) left")
+        if frame.clientStream {
+            writer.tag(10, .varint)
+            writer.varint(1)
+        }
+        if frame.continues {
+            writer.tag(11, .varint)
+            writer.varint(1)
+        }
+        if frame.windowIncrement != 0 {
+            writer.tag(12, .varint)
+            writer.varint(UInt64(frame.windowIncrement))
+        }
+        precondition(
+            writer.cursor == writer.end,
+            "the envelope's tail was sized \(buffer.count) bytes, \(writer.end - writer.cursor) left")
     }
 
     /// `frame` as bytes (frames held until a connection exists).
@@ -179,7 +210,9 @@ package enum FrameEnvelope {
     /// `allowingNUL`, for a server that answers such a call itself with INVALID_ARGUMENT under its id. What protobuf-c
     /// accepts is accepted (unknown fields skipped, a repeated scalar's last value kept, an enum value this version
     /// does not know kept as such, a uint32 field's higher bits dropped) and what it refuses is refused.
-    package static func decode(_ bytes: UnsafeRawBufferPointer, allowingNUL: Bool = false) throws(DecodeError) -> RpcV1.Frame {
+    package static func decode(_ bytes: UnsafeRawBufferPointer, allowingNUL: Bool = false) throws(DecodeError)
+        -> RpcV1.Frame
+    {
         var frame = RpcV1.Frame()
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return frame }
         var reader = Reader(cursor: base, end: base + bytes.count, allowingNUL: allowingNUL)
@@ -248,7 +281,9 @@ package enum FrameEnvelope {
 
         mutating func lengthDelimited() throws(DecodeError) -> UnsafeRawBufferPointer {
             let length = try varint()
-            guard length <= UInt64(end - cursor) else { throw DecodeError(reason: "a field of \(length) bytes runs past the end") }
+            guard length <= UInt64(end - cursor) else {
+                throw DecodeError(reason: "a field of \(length) bytes runs past the end")
+            }
             let field = UnsafeRawBufferPointer(start: cursor, count: Int(length))
             cursor += Int(length)
             return field
@@ -256,7 +291,9 @@ package enum FrameEnvelope {
 
         mutating func string() throws(DecodeError) -> String {
             let bytes = try lengthDelimited()
-            if !allowingNUL, FrameEnvelope.containsNUL(bytes) { throw DecodeError(reason: "a string field contains a NUL character") }
+            if !allowingNUL, FrameEnvelope.containsNUL(bytes) {
+                throw DecodeError(reason: "a string field contains a NUL character")
+            }
             return String(decoding: bytes, as: UTF8.self)
         }
 

@@ -1,6 +1,7 @@
 internal import CProtobufC
+
 #if canImport(Glibc)
-internal import Glibc
+    internal import Glibc
 #endif
 
 /// A bump allocator for the C message tree of one encode or decode: structs, arrays, strings and
@@ -26,9 +27,11 @@ internal import Glibc
         try withUnsafeTemporaryAllocation(byteCount: stackBytes, alignment: alignment) { stack in
             try withUnsafeTemporaryAllocation(of: State.self, capacity: 1) { statePointer in
                 let state = statePointer.baseAddress.unsafelyUnwrapped
-                state.initialize(to: State(
-                    cursor: stack.baseAddress.unsafelyUnwrapped, remaining: stack.count, nextChunkSize: 4 * stackBytes,
-                    chunks: nil, sawEmbeddedNUL: false))
+                state.initialize(
+                    to: State(
+                        cursor: stack.baseAddress.unsafelyUnwrapped, remaining: stack.count,
+                        nextChunkSize: 4 * stackBytes,
+                        chunks: nil, sawEmbeddedNUL: false))
                 defer {
                     var chunk = state.pointee.chunks
                     while let current = chunk {
@@ -84,7 +87,9 @@ internal import Glibc
     func bytes(_ bytes: [UInt8]) -> UnsafeMutablePointer<UInt8>? {
         bytes.withUnsafeBytes { source in
             guard let base = source.baseAddress, !source.isEmpty else { return nil }
-            if source.count >= Self.largestCopiedBytes { return UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: UInt8.self)) }
+            if source.count >= Self.largestCopiedBytes {
+                return UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: UInt8.self))
+            }
             let pointer = allocate(source.count)
             pointer.copyMemory(from: base, byteCount: source.count)
             return pointer.bindMemory(to: UInt8.self, capacity: source.count)
@@ -127,7 +132,8 @@ internal import Glibc
         let length = header.load(as: Int.self) - 1
         let bytes = UnsafeRawBufferPointer(start: cString, count: length)
         if length > 0, memchr(cString, 0, length) != nil,
-           let state = header.load(fromByteOffset: MemoryLayout<Int>.stride, as: UnsafeMutableRawPointer?.self) {
+            let state = header.load(fromByteOffset: MemoryLayout<Int>.stride, as: UnsafeMutableRawPointer?.self)
+        {
             state.assumingMemoryBound(to: State.self).pointee.sawEmbeddedNUL = true
         }
         return String(decoding: bytes, as: UTF8.self)

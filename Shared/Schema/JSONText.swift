@@ -32,9 +32,12 @@ public struct JSONParser {
         try bytes.withUnsafeBufferPointer { buffer throws(JSONParseError) in try parse(buffer, limits: limits) }
     }
 
-    public static func parse(_ bytes: UnsafeBufferPointer<UInt8>, limits: Limits = Limits()) throws(JSONParseError) -> JSONValue {
+    public static func parse(_ bytes: UnsafeBufferPointer<UInt8>, limits: Limits = Limits()) throws(JSONParseError)
+        -> JSONValue
+    {
         guard bytes.count <= limits.maxBytes else {
-            throw JSONParseError(offset: 0, reason: "text of \(bytes.count) bytes exceeds the limit of \(limits.maxBytes)")
+            throw JSONParseError(
+                offset: 0, reason: "text of \(bytes.count) bytes exceeds the limit of \(limits.maxBytes)")
         }
         var parser = Cursor(bytes: bytes, maxDepth: limits.maxDepth)
         parser.skipWhitespace()
@@ -72,7 +75,8 @@ public struct JSONParser {
         func describeNext() -> String {
             guard !atEnd else { return "end of text" }
             let byte = bytes[index]
-            return (0x21...0x7E).contains(byte) ? "'\(Character(Unicode.Scalar(byte)))'" : "byte 0x\(String(byte, radix: 16))"
+            return (0x21...0x7E).contains(byte)
+                ? "'\(Character(Unicode.Scalar(byte)))'" : "byte 0x\(String(byte, radix: 16))"
         }
 
         mutating func value(depth: Int) throws(JSONParseError) -> JSONValue {
@@ -81,9 +85,15 @@ public struct JSONParser {
             case UInt8(ascii: "{"): return try object(depth: depth + 1)
             case UInt8(ascii: "["): return try array(depth: depth + 1)
             case UInt8(ascii: "\""): return .string(try string())
-            case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-            case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-            case UInt8(ascii: "n"): try literal("null"); return .null
+            case UInt8(ascii: "t"):
+                try literal("true")
+                return .bool(true)
+            case UInt8(ascii: "f"):
+                try literal("false")
+                return .bool(false)
+            case UInt8(ascii: "n"):
+                try literal("null")
+                return .null
             case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try number())
             default: throw error("unexpected \(describeNext()), expected a value")
             }
@@ -129,7 +139,9 @@ public struct JSONParser {
                     index += 1
                     break
                 }
-                if byte < 0x20 { throw error("control character 0x\(String(byte, radix: 16)) in a string must be escaped") }
+                if byte < 0x20 {
+                    throw error("control character 0x\(String(byte, radix: 16)) in a string must be escaped")
+                }
                 if byte != UInt8(ascii: "\\") {
                     index += 1
                     continue
@@ -150,8 +162,11 @@ public struct JSONParser {
                 case UInt8(ascii: "u"):
                     var scalar = try hex4(escapeAt: escape)
                     if (0xD800...0xDBFF).contains(scalar) {
-                        guard bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
-                            throw error("unpaired high surrogate \\u\(String(scalar, radix: 16, uppercase: true))", at: escape)
+                        guard bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"),
+                            bytes[index + 1] == UInt8(ascii: "u")
+                        else {
+                            throw error(
+                                "unpaired high surrogate \\u\(String(scalar, radix: 16, uppercase: true))", at: escape)
                         }
                         let low = index
                         index += 2
@@ -161,7 +176,8 @@ public struct JSONParser {
                         }
                         scalar = 0x10000 + ((scalar - 0xD800) << 10) + (second - 0xDC00)
                     } else if (0xDC00...0xDFFF).contains(scalar) {
-                        throw error("unpaired low surrogate \\u\(String(scalar, radix: 16, uppercase: true))", at: escape)
+                        throw error(
+                            "unpaired low surrogate \\u\(String(scalar, radix: 16, uppercase: true))", at: escape)
                     }
                     utf8 += Array(String(Character(Unicode.Scalar(scalar)!)).utf8)
                 default:
@@ -209,7 +225,9 @@ public struct JSONParser {
                 guard !atEnd else { throw error("unexpected end of text in an array") }
                 switch bytes[index] {
                 case UInt8(ascii: ","): index += 1
-                case UInt8(ascii: "]"): index += 1; return .array(elements)
+                case UInt8(ascii: "]"):
+                    index += 1
+                    return .array(elements)
                 default: throw error("unexpected \(describeNext()) in an array, expected ',' or ']'")
                 }
             }
@@ -228,7 +246,10 @@ public struct JSONParser {
             while true {
                 skipWhitespace()
                 guard !atEnd, bytes[index] == UInt8(ascii: "\"") else {
-                    throw error(atEnd ? "unexpected end of text in an object" : "unexpected \(describeNext()), expected a member name in quotes")
+                    throw error(
+                        atEnd
+                            ? "unexpected end of text in an object"
+                            : "unexpected \(describeNext()), expected a member name in quotes")
                 }
                 let keyStart = index
                 let key = try string()
@@ -244,7 +265,9 @@ public struct JSONParser {
                 guard !atEnd else { throw error("unexpected end of text in an object") }
                 switch bytes[index] {
                 case UInt8(ascii: ","): index += 1
-                case UInt8(ascii: "}"): index += 1; return .object(members)
+                case UInt8(ascii: "}"):
+                    index += 1
+                    return .object(members)
                 default: throw error("unexpected \(describeNext()) in an object, expected ',' or '}'")
                 }
             }
@@ -282,7 +305,10 @@ extension JSONValue {
         case .number(let number): output += number.text
         case .string(let string): JSONValue.writeString(string, to: &output, asciiOnly: asciiOnly)
         case .array(let elements):
-            guard !elements.isEmpty else { output += "[]"; return }
+            guard !elements.isEmpty else {
+                output += "[]"
+                return
+            }
             output += "["
             for (position, element) in elements.enumerated() {
                 if position > 0 { output += "," }
@@ -292,7 +318,10 @@ extension JSONValue {
             if layout == .pretty { JSONValue.newline(&output, indent) }
             output += "]"
         case .object(let members):
-            guard !members.isEmpty else { output += "{}"; return }
+            guard !members.isEmpty else {
+                output += "{}"
+                return
+            }
             output += "{"
             for (position, member) in members.enumerated() {
                 if position > 0 { output += "," }
@@ -330,7 +359,10 @@ extension JSONValue {
                 if byte < 0x20 || byte == 0x22 || byte == 0x5C { return true }
                 if byte >= 0x80 {
                     if asciiOnly { return true }
-                    if byte == 0xE2, index + 2 < bytes.count, bytes[index + 1] == 0x80, bytes[index + 2] & 0xFE == 0xA8 { return true }
+                    if byte == 0xE2, index + 2 < bytes.count, bytes[index + 1] == 0x80, bytes[index + 2] & 0xFE == 0xA8
+                    {
+                        return true
+                    }
                 }
                 index += 1
             }

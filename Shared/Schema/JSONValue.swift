@@ -165,10 +165,15 @@ public struct JSONNumber: Sendable, Equatable, CustomStringConvertible {
     func exactInteger(maxDigits: Int = 40) -> String? {
         var text = Substring(self.text)
         var negative = false
-        if text.first == "-" { negative = true; text = text.dropFirst() }
+        if text.first == "-" {
+            negative = true
+            text = text.dropFirst()
+        }
         var exponent = 0
         if let e = text.firstIndex(where: { $0 == "e" || $0 == "E" }) {
-            guard let value = Int(text[text.index(after: e)...].drop { $0 == "+" }), abs(value) < 10_000 else { return nil }
+            guard let value = Int(text[text.index(after: e)...].drop { $0 == "+" }), abs(value) < 10_000 else {
+                return nil
+            }
             exponent = value
             text = text[..<e]
         }

@@ -2,7 +2,8 @@ internal import CProtobufC
 
 /// The protobuf-c layout of one message type: its descriptor and, per field, where and how the
 /// C struct stores it. Built once per generated type (a `static let`) and shared by every encode/decode.
-@usableFromInline package final class MessageSchema: @unchecked Sendable {  // immutable; the descriptor is static C data
+// immutable; the descriptor is static C data
+@usableFromInline package final class MessageSchema: @unchecked Sendable {
     /// How a field's value is represented in the C struct.
     @usableFromInline package enum Storage: Equatable {
         case int32, uint32, int64, uint64, float, double, bool, enumValue, string, bytes, message
@@ -66,12 +67,15 @@ internal import CProtobufC
         let field = fields[index(of: number)]
         precondition(
             field.storage == storage && field.shape == shape,
-            "\(name) field \(number) is \(field.shape) \(field.storage), not \(shape) \(storage): run Proto/generate.sh")
+            "\(name) field \(number) is \(field.shape) \(field.storage), not \(shape) \(storage): run Proto/generate.sh"
+        )
         return field
     }
 
     /// A message field, also checked to hold `Value`.
-    @inlinable package func messageField<Value: ProtobufCBridged>(_ number: UInt32, _ shape: Shape, _ type: Value.Type) -> Field {
+    @inlinable package func messageField<Value: ProtobufCBridged>(_ number: UInt32, _ shape: Shape, _ type: Value.Type)
+        -> Field
+    {
         let field = field(number, .message, shape)
         precondition(
             field.messageDescriptor == Value.protoSchema.descriptorAddress,

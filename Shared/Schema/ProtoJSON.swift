@@ -104,7 +104,9 @@ public protocol ProtoJSONMessage: ProtoMessage, ProtoJSONFieldValue {
 
 extension ProtoJSONMessage {
     /// The message as JSON text (compact unless `layout` says otherwise).
-    public func jsonString(options: ProtoJSONOptions = ProtoJSONOptions(), layout: JSONValue.Layout = .compact) -> String {
+    public func jsonString(options: ProtoJSONOptions = ProtoJSONOptions(), layout: JSONValue.Layout = .compact)
+        -> String
+    {
         jsonValue(options: options).serialized(layout)
     }
 
@@ -227,12 +229,14 @@ public struct ProtoJSONObjectDecoder {
         values = Array(repeating: nil, count: fields.count)
         var seen = Array(repeating: false, count: fields.count)
         for member in members {
-            guard let index = fields.firstIndex(where: { $0.jsonName == member.key || $0.protoName == member.key }) else {
+            guard let index = fields.firstIndex(where: { $0.jsonName == member.key || $0.protoName == member.key })
+            else {
                 if options.ignoreUnknownFields { continue }
                 throw ProtoJSONError(path: [member.key], reason: "unknown field")
             }
             guard !seen[index] else {
-                throw ProtoJSONError(path: [member.key], reason: "field \(fields[index].protoName) given more than once")
+                throw ProtoJSONError(
+                    path: [member.key], reason: "field \(fields[index].protoName) given more than once")
             }
             seen[index] = true
             values[index] = member.value
@@ -255,7 +259,8 @@ public struct ProtoJSONObjectDecoder {
 
     /// Whether an unknown enum name should skip the value rather than fail.
     private func skipsUnknownEnumName<Value>(_ type: Value.Type, _ json: JSONValue) -> Bool {
-        guard options.ignoreUnknownFields, let enumType = type as? any ProtoJSONEnum.Type, case .string(let name) = json else {
+        guard options.ignoreUnknownFields, let enumType = type as? any ProtoJSONEnum.Type, case .string(let name) = json
+        else {
             return false
         }
         return !enumType.protoJSONValues.contains { $0.name == name }
@@ -283,7 +288,8 @@ public struct ProtoJSONObjectDecoder {
         decoded.reserveCapacity(elements.count)
         for (position, element) in elements.enumerated() {
             if element == .null {
-                throw ProtoJSONError(path: [name(index), "[\(position)]"], reason: "null is not allowed in a repeated field")
+                throw ProtoJSONError(
+                    path: [name(index), "[\(position)]"], reason: "null is not allowed in a repeated field")
             }
             if skipsUnknownEnumName(Value.self, element) { continue }
             decoded.append(try decode(element, path: [name(index), "[\(position)]"]))
@@ -363,9 +369,15 @@ extension ProtoJSONFloatingPoint {
         let text: String
         switch value {
         case .number(let number): text = number.text
-        case .string("NaN"): self = .nan; return
-        case .string("Infinity"): self = .infinity; return
-        case .string("-Infinity"): self = -.infinity; return
+        case .string("NaN"):
+            self = .nan
+            return
+        case .string("Infinity"):
+            self = .infinity
+            return
+        case .string("-Infinity"):
+            self = -.infinity
+            return
         case .string(let string):
             guard JSONNumber(literal: string) != nil else {
                 throw ProtoJSONError(reason: "expected a number, found the string \"\(string)\"")

@@ -14,7 +14,8 @@ public protocol ProtoMessage: Sendable, Equatable {
     /// `serialize(into:)`, refusing a message with a string that holds a NUL (a `SchemaError`, `destination` not
     /// called) rather than sending `a` for `a\0b`: what the server's answers and the client's requests use, so
     /// encoding never changes text silently, as decoding does not.
-    func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError)
+    func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void)
+        throws(SchemaError)
 }
 
 extension ProtoMessage {
@@ -65,7 +66,9 @@ public struct SchemaError: Error, CustomStringConvertible, Equatable {
     /// The message could not be encoded (`byteCount` is then 0), rather than decoded.
     public var encoding = false
 
-    public init(messageName: String, byteCount: Int, reason: String = "malformed or truncated protobuf", encoding: Bool = false) {
+    public init(
+        messageName: String, byteCount: Int, reason: String = "malformed or truncated protobuf", encoding: Bool = false
+    ) {
         self.messageName = messageName
         self.byteCount = byteCount
         self.reason = reason
@@ -73,7 +76,9 @@ public struct SchemaError: Error, CustomStringConvertible, Equatable {
     }
 
     public var description: String {
-        encoding ? "cannot encode \(messageName): \(reason)" : "cannot decode \(messageName) from \(byteCount) bytes: \(reason)"
+        encoding
+            ? "cannot encode \(messageName): \(reason)"
+            : "cannot decode \(messageName) from \(byteCount) bytes: \(reason)"
     }
 }
 
@@ -97,7 +102,8 @@ public struct ProtoMethod<Request: ProtoMessage, Response: ProtoMessage>: Sendab
     public let httpGet: [String]
 
     public init(
-        path: String, clientStreaming: Bool = false, serverStreaming: Bool, idempotent: Bool, sideEffectFree: Bool = false,
+        path: String, clientStreaming: Bool = false, serverStreaming: Bool, idempotent: Bool,
+        sideEffectFree: Bool = false,
         access: MethodAccess, maxRequestBytes: Int? = nil, httpGet: [String] = []
     ) {
         self.path = path
@@ -153,8 +159,10 @@ public struct ProtoMethodInfo: Sendable, Hashable {
     public let responseType: String
 
     public init(
-        path: String, clientStreaming: Bool = false, serverStreaming: Bool, idempotent: Bool, sideEffectFree: Bool = false,
-        access: MethodAccess, maxRequestBytes: Int? = nil, httpGet: [String] = [], requestType: String, responseType: String
+        path: String, clientStreaming: Bool = false, serverStreaming: Bool, idempotent: Bool,
+        sideEffectFree: Bool = false,
+        access: MethodAccess, maxRequestBytes: Int? = nil, httpGet: [String] = [], requestType: String,
+        responseType: String
     ) {
         self.path = path
         self.clientStreaming = clientStreaming

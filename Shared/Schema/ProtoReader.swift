@@ -47,7 +47,9 @@
 
     @inlinable package func repeated<Value: ProtobufCBridged>(_ number: UInt32) -> [Value] {
         let childSchema = Value.protoSchema
-        return elements(schema.messageField(number, .repeated, Value.self), stride: MemoryLayout<UnsafeRawPointer>.stride) {
+        return elements(
+            schema.messageField(number, .repeated, Value.self), stride: MemoryLayout<UnsafeRawPointer>.stride
+        ) {
             Value(reading: ProtoReader(message: $0.load(as: UnsafeRawPointer.self), schema: childSchema))
         }
     }

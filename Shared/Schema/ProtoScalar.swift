@@ -18,7 +18,9 @@ internal import CProtobufC
 extension TrivialProtoScalar {
     @inlinable package static var stride: Int { MemoryLayout<Self>.stride }
     @inlinable package static func load(from address: UnsafeRawPointer) -> Self { address.load(as: Self.self) }
-    @inlinable package func store(at address: UnsafeMutableRawPointer, arena: Arena) { address.storeBytes(of: self, as: Self.self) }
+    @inlinable package func store(at address: UnsafeMutableRawPointer, arena: Arena) {
+        address.storeBytes(of: self, as: Self.self)
+    }
 }
 
 extension Int32: TrivialProtoScalar { @inlinable package static var storage: MessageSchema.Storage { .int32 } }
@@ -31,7 +33,9 @@ extension Double: TrivialProtoScalar { @inlinable package static var storage: Me
 extension Bool: ProtoScalar {
     @usableFromInline package static var storage: MessageSchema.Storage { .bool }
     @usableFromInline package static var stride: Int { MemoryLayout<protobuf_c_boolean>.stride }
-    @usableFromInline package static func load(from address: UnsafeRawPointer) -> Bool { address.load(as: protobuf_c_boolean.self) != 0 }
+    @usableFromInline package static func load(from address: UnsafeRawPointer) -> Bool {
+        address.load(as: protobuf_c_boolean.self) != 0
+    }
     @usableFromInline package func store(at address: UnsafeMutableRawPointer, arena: Arena) {
         address.storeBytes(of: self ? 1 : 0, as: protobuf_c_boolean.self)
     }

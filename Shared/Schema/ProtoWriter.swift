@@ -14,7 +14,9 @@ internal import CProtobufC
     }
 
     /// A C message of `schema`'s type in `arena`, initialised by `protobuf_c_message_init`.
-    @usableFromInline package static func newMessage(_ schema: MessageSchema, in arena: Arena) -> UnsafeMutableRawPointer {
+    @usableFromInline package static func newMessage(_ schema: MessageSchema, in arena: Arena)
+        -> UnsafeMutableRawPointer
+    {
         let message = arena.allocate(schema.size)
         protobuf_c_message_init(schema.descriptor, message)
         return message

@@ -77,7 +77,8 @@ internal import CProtobufC
             }
             message = Message(reading: ProtoReader(message: unpacked, schema: schema))
             if !allowingNUL, sawEmbeddedNUL(arena) {
-                throw SchemaError(messageName: schema.name, byteCount: bytes.count, reason: "a string field contains a NUL character")
+                throw SchemaError(
+                    messageName: schema.name, byteCount: bytes.count, reason: "a string field contains a NUL character")
             }
         }
         return message.unsafelyUnwrapped
@@ -93,14 +94,19 @@ internal import CProtobufC
     }
 
     /// Packs `message` into `buffer`, which has exactly its packed size.
-    @usableFromInline package static func pack(_ message: UnsafeMutableRawPointer, into buffer: UnsafeMutableRawBufferPointer) {
+    @usableFromInline package static func pack(
+        _ message: UnsafeMutableRawPointer, into buffer: UnsafeMutableRawBufferPointer
+    ) {
         let packed = protobuf_c_message_pack(
-            UnsafePointer(message.assumingMemoryBound(to: ProtobufCMessage.self)), buffer.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            UnsafePointer(message.assumingMemoryBound(to: ProtobufCMessage.self)),
+            buffer.baseAddress!.assumingMemoryBound(to: UInt8.self))
         precondition(packed == buffer.count, "protobuf-c packed \(packed) bytes, sized \(buffer.count)")
     }
 
     /// The unpacked C message, or nil when the bytes are not a valid encoding of `schema`'s message.
-    @usableFromInline package static func unpack(_ bytes: UnsafeRawBufferPointer, _ schema: MessageSchema, _ arena: Arena) -> UnsafeRawPointer? {
+    @usableFromInline package static func unpack(
+        _ bytes: UnsafeRawBufferPointer, _ schema: MessageSchema, _ arena: Arena
+    ) -> UnsafeRawPointer? {
         var allocator = arena.protobufCAllocator
         let unpacked = protobuf_c_message_unpack(
             schema.descriptor, &allocator, bytes.count, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self))

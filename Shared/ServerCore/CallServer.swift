@@ -23,7 +23,8 @@ package final class CallServer: @unchecked Sendable {  // `rpc` is set before an
     package init(limits: ServerLimits) {
         self.limits = limits
         workers = WorkerPool(
-            width: limits.workers, quickJob: limits.quickCall, burstDelay: limits.answerBatchingWindow, longJob: limits.longCall)
+            width: limits.workers, quickJob: limits.quickCall, burstDelay: limits.answerBatchingWindow,
+            longJob: limits.longCall)
     }
 
     /// Calls go to `rpc` from now on (nil: the server stopped before it served any).

@@ -40,7 +40,9 @@ package final class LoopCalls {
 
     /// Answers DEADLINE_EXCEEDED for call `id` (numbered `serial`) of `calls` once `deadline`
     /// passes, unless it finished (loop thread).
-    func watch(_ deadline: ContinuousClock.Instant, of id: UInt64, serial: UInt64, method: String, in calls: any CallDeadlines) {
+    func watch(
+        _ deadline: ContinuousClock.Instant, of id: UInt64, serial: UInt64, method: String, in calls: any CallDeadlines
+    ) {
         loop.assertInLoop()
         let watched = WatchedCall(id: id, serial: serial, method: method, calls: calls)
         deadlines.add(watched, at: deadline, liveCalls: server.inFlight.load(ordering: .relaxed)) { call in
@@ -56,7 +58,9 @@ package final class LoopCalls {
         deadlineTimerDue = nil
         let now = ContinuousClock.now
         for call in deadlines.popExpired(at: now) {
-            call.calls?.end(call.id, serial: call.serial, error: RPCError(.deadlineExceeded, "deadline exceeded while serving \(call.method)"))
+            call.calls?.end(
+                call.id, serial: call.serial,
+                error: RPCError(.deadlineExceeded, "deadline exceeded while serving \(call.method)"))
         }
         if let next = deadlines.earliest {
             deadlineTimerDue = next

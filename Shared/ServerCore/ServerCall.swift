@@ -131,7 +131,9 @@ package struct CallResponseSink: ResponseSink {
         }
         try await window.send(message) { [call] chunk, continues in
             try await table.waitUntilWritable()
-            guard table.isOpen(call.id, serial: call.serial) else { throw RPCError(.cancelled, "call \(call.id) is over") }
+            guard table.isOpen(call.id, serial: call.serial) else {
+                throw RPCError(.cancelled, "call \(call.id) is over")
+            }
             table.wire.writeMessage(call.id, chunk, continues: continues)
             if !table.wire.clientGrantsResponseCredit { window.grant(FlowControl.cost(chunk.count)) }
         }

@@ -59,7 +59,9 @@ package final class ServerCallTable: ConnectionCalls, CallDeadlines, @unchecked 
     }
 
     /// Open call `id` of `serial`, and where it is in `calls` (to remove it without hashing again).
-    private func entry(_ id: UInt64, serial: UInt64, in calls: [UInt64: ServerCallEntry]) -> (ServerCallEntry, Dictionary<UInt64, ServerCallEntry>.Index)? {
+    private func entry(_ id: UInt64, serial: UInt64, in calls: [UInt64: ServerCallEntry]) -> (
+        ServerCallEntry, Dictionary<UInt64, ServerCallEntry>.Index
+    )? {
         guard let index = calls.index(forKey: id) else { return nil }
         let entry = calls.values[index]
         return entry.serial == serial ? (entry, index) : nil
@@ -67,7 +69,8 @@ package final class ServerCallTable: ConnectionCalls, CallDeadlines, @unchecked 
 
     /// Streaming handlers waiting for the client to read, by ticket (resumed on drain, close or
     /// cancellation).
-    private let writers = Mutex<(waiting: [Int: CheckedContinuation<Void, any Error>], lastTicket: Int, closed: Bool)>(([:], 0, false))
+    private let writers = Mutex<(waiting: [Int: CheckedContinuation<Void, any Error>], lastTicket: Int, closed: Bool)>(
+        ([:], 0, false))
 
     /// The calls of `wire`'s stream, served on `loop` (the stream's), queued on `server`'s workers in `queue`.
     package init(wire: any CallWire, server: CallServer, loop: LoopCalls, queue: CallQueue) {
@@ -102,7 +105,9 @@ package final class ServerCallTable: ConnectionCalls, CallDeadlines, @unchecked 
     ///
     /// `decoder`: the requests are as the door received them (compressed, JSON) and are decoded on the worker once the
     /// guard admitted the call — the only request before its handler runs, a stream's as its handler takes them.
-    package func open(_ id: UInt64, _ head: CallHead, clientStreams: Bool, payload: [UInt8], decoder: RequestDecoder?) -> CallOpening {
+    package func open(_ id: UInt64, _ head: CallHead, clientStreams: Bool, payload: [UInt8], decoder: RequestDecoder?)
+        -> CallOpening
+    {
         // Health checks are still answered while draining, NOT_SERVING, so that clients move away.
         if server.isDraining, head.method != RpcV1.Health.check.path {
             refuse(id, head, RPCError(.unavailable, "server is shutting down"))
@@ -111,7 +116,8 @@ package final class ServerCallTable: ConnectionCalls, CallDeadlines, @unchecked 
         lastSerial += 1
         let serial = lastSerial
         let incoming = server.rpc.accept(head)
-        let inbox = clientStreams ? makeInbox(id, incoming, decoding: decoder.flatMap { incoming.decoding(with: $0) }) : nil
+        let inbox =
+            clientStreams ? makeInbox(id, incoming, decoding: decoder.flatMap { incoming.decoding(with: $0) }) : nil
         let limit = server.limits.maxConcurrentCalls
         let input: CallInput = inbox.map { .stream($0) } ?? decoder.map { .encoded(payload, $0) } ?? .single(payload)
         let call = ServerCall(table: self, id: id, serial: serial, incoming: incoming, input: input)
@@ -147,7 +153,9 @@ package final class ServerCallTable: ConnectionCalls, CallDeadlines, @unchecked 
         }
         server.inFlight.add(1, ordering: .relaxed)
         serving.callStarted()
-        if let deadline = head.deadline { serving.watch(deadline, of: id, serial: serial, method: head.method, in: self) }
+        if let deadline = head.deadline {
+            serving.watch(deadline, of: id, serial: serial, method: head.method, in: self)
+        }
         if incoming.answersAtOnce {
             // Health, reflection and stats answer at once, here on the loop (they never wait), rather
             // than queueing behind domain calls that may hold every worker.
@@ -164,10 +172,14 @@ package final class ServerCallTable: ConnectionCalls, CallDeadlines, @unchecked 
     private func uploadRefusal() -> RPCError? {
         let limits = server.limits
         if server.uploadsOpen.load(ordering: .relaxed) >= limits.maxUploads {
-            return RPCError(.resourceExhausted, "too many uploads in progress (\(limits.maxUploads) on this replica); retry later")
+            return RPCError(
+                .resourceExhausted, "too many uploads in progress (\(limits.maxUploads) on this replica); retry later")
         }
         if server.uploadsOpen(from: peerHost) >= limits.maxUploadsPerPeer {
-            return RPCError(.resourceExhausted, "too many uploads in progress from \(peerHost) (\(limits.maxUploadsPerPeer)); finish or cancel one first")
+            return RPCError(
+                .resourceExhausted,
+                "too many uploads in progress from \(peerHost) (\(limits.maxUploadsPerPeer)); finish or cancel one first"
+            )
         }
         return nil
     }
@@ -199,8 +211,11 @@ package final class ServerCallTable: ConnectionCalls, CallDeadlines, @unchecked 
     }
 
     /// The requests of client-streaming call `id`; its consumer's reads grant the client credit.
-    private func makeInbox(_ id: UInt64, _ call: IncomingCall, decoding: (@Sendable ([UInt8]) throws(RPCError) -> [UInt8])?) -> MessageInbox {
-        MessageInbox(maxMessageSize: call.requestLimit(within: server.limits.maxMessageSize), decoding: decoding) { [weak self] bytes in
+    private func makeInbox(
+        _ id: UInt64, _ call: IncomingCall, decoding: (@Sendable ([UInt8]) throws(RPCError) -> [UInt8])?
+    ) -> MessageInbox {
+        MessageInbox(maxMessageSize: call.requestLimit(within: server.limits.maxMessageSize), decoding: decoding) {
+            [weak self] bytes in
             self?.wire.writeRequestCredit(id, bytes: bytes)
         }
     }
@@ -209,14 +224,16 @@ package final class ServerCallTable: ConnectionCalls, CallDeadlines, @unchecked 
     /// call that is over are dropped (the client may not have seen its status yet), as HTTP/2 drops
     /// DATA on a closed stream; one the inbox refuses (too large, over its credit) ends the call.
     package func receiveMessage(_ id: UInt64, _ chunk: [UInt8], continues: Bool) {
-        guard let (serial, inbox) = calls.withLock({ calls -> (UInt64, MessageInbox)? in
-            guard let entry = calls[id], let inbox = entry.inbox else { return nil }
-            if entry.pace != nil {
-                entry.pace!.windowBytes += chunk.count
-                if !continues { entry.pace!.lastMessageAt = .now }
-            }
-            return (entry.serial, inbox)
-        }) else { return }
+        guard
+            let (serial, inbox) = calls.withLock({ calls -> (UInt64, MessageInbox)? in
+                guard let entry = calls[id], let inbox = entry.inbox else { return nil }
+                if entry.pace != nil {
+                    entry.pace!.windowBytes += chunk.count
+                    if !continues { entry.pace!.lastMessageAt = .now }
+                }
+                return (entry.serial, inbox)
+            })
+        else { return }
         do {
             try inbox.receive(chunk: chunk, continues: continues)
         } catch {
@@ -254,16 +271,25 @@ package final class ServerCallTable: ConnectionCalls, CallDeadlines, @unchecked 
                     continue
                 }
                 if now - pace.lastMessageAt > limits.uploadIdleTimeout {
-                    stalled.append((id, entry.serial, RPCError(
-                        .deadlineExceeded,
-                        "upload abandoned: no message for \(Self.spoken(limits.uploadIdleTimeout)); nothing it sent was kept")))
+                    stalled.append(
+                        (
+                            id, entry.serial,
+                            RPCError(
+                                .deadlineExceeded,
+                                "upload abandoned: no message for \(Self.spoken(limits.uploadIdleTimeout)); nothing it sent was kept"
+                            )
+                        ))
                 } else if now - pace.windowStart >= limits.uploadRateWindow {
                     let rate = Double(pace.windowBytes) / (now - pace.windowStart).seconds
                     if rate < Double(limits.uploadMinimumRate) {
-                        stalled.append((id, entry.serial, RPCError(
-                            .deadlineExceeded,
-                            "upload too slow: \(Int(rate)) bytes/s over the last \(Self.spoken(limits.uploadRateWindow)), under the "
-                                + "minimum of \(limits.uploadMinimumRate); nothing it sent was kept")))
+                        stalled.append(
+                            (
+                                id, entry.serial,
+                                RPCError(
+                                    .deadlineExceeded,
+                                    "upload too slow: \(Int(rate)) bytes/s over the last \(Self.spoken(limits.uploadRateWindow)), under the "
+                                        + "minimum of \(limits.uploadMinimumRate); nothing it sent was kept")
+                            ))
                     } else {
                         entry.pace = UploadPace(lastMessageAt: pace.lastMessageAt, windowStart: now)
                     }
@@ -380,7 +406,9 @@ package final class ServerCallTable: ConnectionCalls, CallDeadlines, @unchecked 
     /// meanwhile (its flag is set under the lock that also guards the slot).
     package func running(_ call: ServerCall, task: Task<Void, Never>) {
         calls.withLock { calls in
-            guard let (entry, _) = entry(call.id, serial: call.serial, in: calls), case .claimed = entry.slot else { return }  // over already
+            guard let (entry, _) = entry(call.id, serial: call.serial, in: calls), case .claimed = entry.slot else {
+                return
+            }  // over already
             entry.slot = .running(task)
         }
         if call.isCancelled { task.cancel() }

@@ -152,7 +152,8 @@ package final class WorkerPool: Sendable {
         setCurrent(self)
         while true {
             let now = ContinuousClock.now
-            let (job, isLong, due) = next(now: now, afterLongJob: jobStarted.map { now - $0 >= quickJob } ?? false, endedLong: wasLong)
+            let (job, isLong, due) = next(
+                now: now, afterLongJob: jobStarted.map { now - $0 >= quickJob } ?? false, endedLong: wasLong)
             flush(due)
             guard let job else { break }
             jobStarted = now
@@ -176,7 +177,9 @@ package final class WorkerPool: Sendable {
     /// `endedLong`: the worker's previous job was long. A queue whose next job is long while long
     /// jobs hold `longJobWorkers` keeps its place and is passed over; when only such queues are left
     /// the worker stops (the worker that ends a long job takes the next one).
-    private func next(now: ContinuousClock.Instant, afterLongJob: Bool, endedLong: Bool) -> (Job?, Bool, [TCPConnection]) {
+    private func next(now: ContinuousClock.Instant, afterLongJob: Bool, endedLong: Bool) -> (
+        Job?, Bool, [TCPConnection]
+    ) {
         state.withLock { state in
             if endedLong { state.longJobs -= 1 }
             let queueEmpty = state.ready.isEmpty
@@ -188,7 +191,8 @@ package final class WorkerPool: Sendable {
             var passedOver = 0
             while passedOver < state.ready.count, let queue = state.ready.popFirst() {
                 if !queue.isClosed, let connection = queue.connection,
-                   connection.pendingBytes.load(ordering: .relaxed) > connection.callsWaitAbove {
+                    connection.pendingBytes.load(ordering: .relaxed) > connection.callsWaitAbove
+                {
                     queue.isScheduled = false
                     queue.isParked = true
                     continue
@@ -221,12 +225,13 @@ package final class WorkerPool: Sendable {
 
     /// Has the loops write every response jobs queued.
     private func flushDeferred() {
-        flush(state.withLock { state -> [TCPConnection] in
-            state.unflushedSince = nil
-            var due: [TCPConnection] = []
-            swap(&due, &state.unflushed)
-            return due
-        })
+        flush(
+            state.withLock { state -> [TCPConnection] in
+                state.unflushedSince = nil
+                var due: [TCPConnection] = []
+                swap(&due, &state.unflushed)
+                return due
+            })
     }
 
     /// Has the loops write what `connections` queued, one wake-up per loop.

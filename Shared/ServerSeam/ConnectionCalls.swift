@@ -45,7 +45,8 @@ package protocol ConnectionCalls: AnyObject, Sendable {
     /// The client opened call `id`: it is served (or answered at once when it may not run). `clientStreams`: its
     /// requests come as messages (`receiveMessage`), else `payload` is its only one. `decoder`: the requests are as
     /// the door received them (compressed, JSON), decoded on a worker once the guard admitted the call.
-    func open(_ id: UInt64, _ head: CallHead, clientStreams: Bool, payload: [UInt8], decoder: RequestDecoder?) -> CallOpening
+    func open(_ id: UInt64, _ head: CallHead, clientStreams: Bool, payload: [UInt8], decoder: RequestDecoder?)
+        -> CallOpening
     /// Answers call `id`, which is not opened, with `error` at once; the server counts it.
     func refuse(_ id: UInt64, _ head: CallHead, _ error: RPCError)
     /// Hands the calls opened since the last time to the workers: a reader calls it when it decoded one read.

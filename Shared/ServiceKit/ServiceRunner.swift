@@ -4,8 +4,8 @@ import Dispatch
 import Dqlite
 import Foundation
 import HTTP
-import Jobs
 import Identity
+import Jobs
 import RPC
 import Storage
 import Synchronization
@@ -27,7 +27,8 @@ public struct AppServices: Sendable {
     public var access: AccessRules?
 
     public init(
-        rpc rpcServices: [any RPCService], background backgroundServices: [any BackgroundService] = [], http httpRoutes: HTTPRoutes? = nil,
+        rpc rpcServices: [any RPCService], background backgroundServices: [any BackgroundService] = [],
+        http httpRoutes: HTTPRoutes? = nil,
         access: AccessRules? = nil, answerCache: AnswerCachePolicy? = nil
     ) {
         self.answerCache = answerCache
@@ -130,7 +131,8 @@ public enum ServiceRunner {
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {
-            return try stopStarting(logger, "cannot create data directory \(directory.path): \(error.localizedDescription)")
+            return try stopStarting(
+                logger, "cannot create data directory \(directory.path): \(error.localizedDescription)")
         }
         let grace = Duration.milliseconds(Int64(options.shutdownGrace * 1000))
         let identity: IdentityStore
@@ -150,15 +152,19 @@ public enum ServiceRunner {
                 // Raft traffic and statements go through mutual TLS (the certificate names the member's address).
                 let tls = try options.clusterTLSCredentials().map { try ClusterTLS(credentials: $0) }
                 return try DqliteReplica(
-                    addresses: addresses, ownAddress: options.clusterBind ?? "", id: options.clusterID, bindAddress: options.clusterListen,
-                    dataDirectory: options.clusterDirectory ?? directory.appendingPathComponent("dqlite").path, database: name,
+                    addresses: addresses, ownAddress: options.clusterBind ?? "", id: options.clusterID,
+                    bindAddress: options.clusterListen,
+                    dataDirectory: options.clusterDirectory ?? directory.appendingPathComponent("dqlite").path,
+                    database: name,
                     networkLatency: options.clusterLatency.map { .milliseconds($0) }, tls: tls)
             }
         } catch {
             return try stopStarting(logger, "cannot start the dqlite node: \(error)")
         }
         if let cluster {
-            logger.info("dqlite node \(cluster.node.id) at \(cluster.node.address) joined the cluster \(cluster.client.addresses.joined(separator: ","))")
+            logger.info(
+                "dqlite node \(cluster.node.id) at \(cluster.node.address) joined the cluster \(cluster.client.addresses.joined(separator: ","))"
+            )
         }
         defer { try? cluster?.stop() }
         let environment = Environment(
@@ -185,7 +191,8 @@ public enum ServiceRunner {
         case .setUp(.success(let made)):
             guard cluster == nil || environment.openedDatabase.isSet else {
                 return try stopStarting(
-                    logger, "--cluster: \(name) keeps its data in the SQLite file; it cannot run on a dqlite cluster yet")
+                    logger,
+                    "--cluster: \(name) keeps its data in the SQLite file; it cannot run on a dqlite cluster yet")
             }
             services = made
         case .backgroundEnded, nil:
@@ -198,7 +205,8 @@ public enum ServiceRunner {
                 IdentityGuard(rules: $0, verifier: verifier, throttle: FailedAuthThrottle(logger: logger))
             }
             server = try makeServer(
-                RPCServer(name: name, services: services.rpcServices, logger: logger, guard: callGuard), services, options, logger)
+                RPCServer(name: name, services: services.rpcServices, logger: logger, guard: callGuard), services,
+                options, logger)
         } catch {
             return try stopStarting(logger, "\(error)")
         }
@@ -206,8 +214,12 @@ public enum ServiceRunner {
             CertificateReloads { reloadCertificates(credentials, logger) }
         }
         defer { withExtendedLifetime(reloads) {} }
-        let background = BackgroundGroup(services.backgroundServices, logger: logger) { sink.yield(.backgroundEnded(name: $0, reason: $1)) }
-        logger.info("started: pid \(getpid()), listening on \(server.address), data in \(directory.path), version \(menagerieVersion)")
+        let background = BackgroundGroup(services.backgroundServices, logger: logger) {
+            sink.yield(.backgroundEnded(name: $0, reason: $1))
+        }
+        logger.info(
+            "started: pid \(getpid()), listening on \(server.address), data in \(directory.path), version \(menagerieVersion)"
+        )
 
         let outcome: Result<Stop, Failure>
         switch await pending.next() {
@@ -229,7 +241,9 @@ public enum ServiceRunner {
     }
 
     /// The one place the server is made (the transport seam replaces it).
-    private static func makeServer(_ rpc: RPCServer, _ services: AppServices, _ options: ServiceOptions, _ logger: Logger) throws -> TCPServer {
+    private static func makeServer(
+        _ rpc: RPCServer, _ services: AppServices, _ options: ServiceOptions, _ logger: Logger
+    ) throws -> TCPServer {
         let server = TCPServer(host: options.host, port: options.port, limits: options.limits, logger: logger)
         // One budget for the process: uploads, queued batches and model loading draw from the server's.
         MemoryBudget.install(server.budget)
@@ -237,7 +251,9 @@ public enum ServiceRunner {
         if let policy = services.answerCache { server.cacheAnswers(policy) }
         if let credentials = try options.tlsCredentials() {
             server.serveTLS(credentials)
-            logger.info("serving TLS only (mutual TLS on the binary protocol) with \(credentials.context.certificate?.subject ?? "?"), CA \(credentials.caFile); SIGHUP reloads the certificates")
+            logger.info(
+                "serving TLS only (mutual TLS on the binary protocol) with \(credentials.context.certificate?.subject ?? "?"), CA \(credentials.caFile); SIGHUP reloads the certificates"
+            )
         }
         return try rpc.serve(over: server)
     }
@@ -247,7 +263,9 @@ public enum ServiceRunner {
         do {
             let certificate = try credentials.reload()
             let expiry = certificate?.notAfter.map { " (valid until \($0))" } ?? ""
-            logger.info("received SIGHUP; reloaded TLS certificates: \(certificate?.subject ?? "?")\(expiry); open connections keep theirs")
+            logger.info(
+                "received SIGHUP; reloaded TLS certificates: \(certificate?.subject ?? "?")\(expiry); open connections keep theirs"
+            )
         } catch {
             logger.error("received SIGHUP; TLS certificates not reloaded, keeping the ones in use: \(error)")
         }
@@ -282,7 +300,8 @@ private final class BackgroundGroup: Sendable {
     init(_ services: [any BackgroundService], logger: Logger, ended: @escaping @Sendable (String, String) -> Void) {
         for (index, service) in services.enumerated() {
             // Unique names, so that each task can be told apart in `running`.
-            let name = services.filter({ $0.name == service.name }).count > 1 ? "\(service.name) #\(index + 1)" : service.name
+            let name =
+                services.filter({ $0.name == service.name }).count > 1 ? "\(service.name) #\(index + 1)" : service.name
             state.withLock { _ = $0.running.insert(name) }
             let task = Task { [self] in
                 var reason = "ended before the service stopped"

@@ -13,7 +13,10 @@ public struct GreyPixels: Sendable {
 
     /// The luma of 8-bit RGB pixels (width × height × 3), optionally a crop of them, averaged down by a whole
     /// factor to at most `maximumHeight` rows (a phone photo's line need not be cut at full size).
-    public init(rgb: [UInt8], width: Int, height: Int, crop: (x: Int, y: Int, width: Int, height: Int)? = nil, maximumHeight: Int = .max) {
+    public init(
+        rgb: [UInt8], width: Int, height: Int, crop: (x: Int, y: Int, width: Int, height: Int)? = nil,
+        maximumHeight: Int = .max
+    ) {
         let area = crop ?? (0, 0, width, height)
         let factor = area.height > maximumHeight ? (area.height + maximumHeight - 1) / max(1, maximumHeight) : 1
         let outWidth = max(1, area.width / factor), outHeight = max(1, area.height / factor)
@@ -60,14 +63,31 @@ public enum SegmentCutter {
         let threshold = otsu(grey.bytes)
         // The background is the side of the threshold most of the border is on.
         var borderDark = 0, border = 0
-        for x in 0..<w { for y in [0, h - 1] { border += 1; if grey.bytes[y * w + x] <= threshold { borderDark += 1 } } }
-        for y in 0..<h { for x in [0, w - 1] { border += 1; if grey.bytes[y * w + x] <= threshold { borderDark += 1 } } }
+        for x in 0..<w {
+            for y in [0, h - 1] {
+                border += 1
+                if grey.bytes[y * w + x] <= threshold { borderDark += 1 }
+            }
+        }
+        for y in 0..<h {
+            for x in [0, w - 1] {
+                border += 1
+                if grey.bytes[y * w + x] <= threshold { borderDark += 1 }
+            }
+        }
         let inkIsLight = borderDark * 2 >= border
         var inkSum = 0.0, inkCount = 0, backSum = 0.0, backCount = 0
         var ink = [Bool](repeating: false, count: w * h)
         for i in 0..<(w * h) {
             let v = grey.bytes[i]
-            if (v > threshold) == inkIsLight { ink[i] = true; inkSum += Double(v); inkCount += 1 } else { backSum += Double(v); backCount += 1 }
+            if (v > threshold) == inkIsLight {
+                ink[i] = true
+                inkSum += Double(v)
+                inkCount += 1
+            } else {
+                backSum += Double(v)
+                backCount += 1
+            }
         }
         guard inkCount > 0, backCount > 0 else { return nil }
         let inkLevel = inkSum / Double(inkCount), backLevel = backSum / Double(backCount)
@@ -80,7 +100,8 @@ public enum SegmentCutter {
         let span = w + Int((abs(shear) * Double(h)).rounded()) + 1
         let offset = shear < 0 ? Int((abs(shear) * Double(h)).rounded()) : 0
         // Per sheared column: ink count, top and bottom row.
-        var count = [Int](repeating: 0, count: span), top = [Int](repeating: h, count: span), bottom = [Int](repeating: -1, count: span)
+        var count = [Int](repeating: 0, count: span), top = [Int](repeating: h, count: span),
+            bottom = [Int](repeating: -1, count: span)
         for y in 0..<h {
             for x in 0..<w where ink[y * w + x] {
                 let c = shift(x, y) + offset
@@ -93,7 +114,10 @@ public enum SegmentCutter {
         var runs: [(from: Int, to: Int, top: Int, bottom: Int)] = []
         var c = 0
         while c < span {
-            guard count[c] > 0 else { c += 1; continue }
+            guard count[c] > 0 else {
+                c += 1
+                continue
+            }
             var run = (from: c, to: c, top: top[c], bottom: bottom[c])
             while c + 1 < span, count[c + 1] > 0 {
                 c += 1
@@ -118,10 +142,17 @@ public enum SegmentCutter {
             var c = run.from
             while c < run.to, count[c] == 0 || top[c] * 4 > lineTop * 4 + lineHeight * 3 { c += 1 }
             let head = c - run.from, rest = run.to - c + 1
-            if head * 20 >= lineHeight, head * 5 <= lineHeight * 2, rest * 5 >= lineHeight, (run.from..<c).contains(where: { count[$0] > 0 }) {
+            if head * 20 >= lineHeight, head * 5 <= lineHeight * 2, rest * 5 >= lineHeight,
+                (run.from..<c).contains(where: { count[$0] > 0 })
+            {
                 let last = (run.from..<c).last { count[$0] > 0 }!
-                headless.append((run.from, last, (run.from...last).map { top[$0] }.min()!, (run.from...last).map { bottom[$0] }.max()!))
-                headless.append((c, run.to, (c...run.to).map { top[$0] }.min()!, (c...run.to).map { bottom[$0] }.max()!))
+                headless.append(
+                    (
+                        run.from, last, (run.from...last).map { top[$0] }.min()!,
+                        (run.from...last).map { bottom[$0] }.max()!
+                    ))
+                headless.append(
+                    (c, run.to, (c...run.to).map { top[$0] }.min()!, (c...run.to).map { bottom[$0] }.max()!))
             } else {
                 headless.append(run)
             }
@@ -131,10 +162,15 @@ public enum SegmentCutter {
             var c = run.to
             while c > run.from, count[c] == 0 || top[c] * 4 > lineTop * 4 + lineHeight * 3 { c -= 1 }
             let tail = run.to - c, rest = c - run.from + 1
-            if tail * 20 >= lineHeight, tail * 5 <= lineHeight * 2, rest * 5 >= lineHeight, (c + 1...run.to).contains(where: { count[$0] > 0 }) {
+            if tail * 20 >= lineHeight, tail * 5 <= lineHeight * 2, rest * 5 >= lineHeight,
+                (c + 1...run.to).contains(where: { count[$0] > 0 })
+            {
                 let first = (c + 1...run.to).first { count[$0] > 0 }!
-                split.append((run.from, c, (run.from...c).map { top[$0] }.min()!, (run.from...c).map { bottom[$0] }.max()!))
-                split.append((first, run.to, (first...run.to).map { top[$0] }.min()!, (first...run.to).map { bottom[$0] }.max()!))
+                split.append(
+                    (run.from, c, (run.from...c).map { top[$0] }.min()!, (run.from...c).map { bottom[$0] }.max()!))
+                split.append(
+                    (first, run.to, (first...run.to).map { top[$0] }.min()!, (first...run.to).map { bottom[$0] }.max()!)
+                )
             } else {
                 split.append(run)
             }
@@ -144,12 +180,14 @@ public enum SegmentCutter {
         // line (digits are 0.4–0.65 of it, the gap between two a fifth or more); a point never joins.
         func isPoint(_ run: (from: Int, to: Int, top: Int, bottom: Int)) -> Bool {
             let runHeight = run.bottom - run.top + 1, runWidth = run.to - run.from + 1
-            return runHeight * 10 < lineHeight * 3 && runWidth * 2 < lineHeight && run.top * 10 > lineTop * 10 + lineHeight * 6
+            return runHeight * 10 < lineHeight * 3 && runWidth * 2 < lineHeight
+                && run.top * 10 > lineTop * 10 + lineHeight * 6
         }
         var joined: [(from: Int, to: Int, top: Int, bottom: Int)] = []
         for run in split {
             if let last = joined.last, !isPoint(last), !isPoint(run), (run.from - last.to - 1) * 10 < lineHeight,
-               (run.to - last.from + 1) * 4 <= lineHeight * 3 {
+                (run.to - last.from + 1) * 4 <= lineHeight * 3
+            {
                 joined[joined.count - 1] = (last.from, run.to, min(last.top, run.top), max(last.bottom, run.bottom))
             } else {
                 joined.append(run)
@@ -161,7 +199,9 @@ public enum SegmentCutter {
             let x = run.from - offset
             if isPoint(run) {
                 cells.append(.point(x: x))
-            } else if runWidth * 20 >= lineHeight, runHeight * 20 >= lineHeight, runHeight * 10 >= lineHeight * 3 || runWidth * 5 >= lineHeight {
+            } else if runWidth * 20 >= lineHeight, runHeight * 20 >= lineHeight,
+                runHeight * 10 >= lineHeight * 3 || runWidth * 5 >= lineHeight
+            {
                 // A glyph; a short one (a minus) at least a fifth of the line wide.
                 var extents: [Int32: (from: Int, to: Int, top: Int, bottom: Int)] = [:]
                 for y in 0..<h {
@@ -176,13 +216,17 @@ public enum SegmentCutter {
                 // A decimal point whose columns the digit beside it shares (set close, or leaning on it in a
                 // perspective): a stroke of its own, small and round, on the baseline; a point before the digit or
                 // after it by which side of the digit's middle it sits.
-                let dots = extents.count > 1 ? extents.values.filter { isDot($0, lineTop: lineTop, lineBottom: lineBottom) } : []
+                let dots =
+                    extents.count > 1
+                    ? extents.values.filter { isDot($0, lineTop: lineTop, lineBottom: lineBottom) } : []
                 let middle = (run.from + run.to) / 2
                 for dot in dots where dot.to < middle { cells.append(.point(x: dot.from - offset)) }
-                cells.append(.glyph(
-                    patch: patch(grey, shear: shear, from: run.from - offset, to: run.to - offset, top: lineTop,
-                                 bottom: lineBottom, ink: inkLevel, back: backLevel),
-                    x: x, strokes: extents.count - dots.count))
+                cells.append(
+                    .glyph(
+                        patch: patch(
+                            grey, shear: shear, from: run.from - offset, to: run.to - offset, top: lineTop,
+                            bottom: lineBottom, ink: inkLevel, back: backLevel),
+                        x: x, strokes: extents.count - dots.count))
                 for dot in dots where dot.to >= middle { cells.append(.point(x: dot.from - offset)) }
             }
         }
@@ -194,13 +238,16 @@ public enum SegmentCutter {
     /// segments tall), in the line's lowest three tenths and reaching its baseline.
     static func isDot(_ e: (from: Int, to: Int, top: Int, bottom: Int), lineTop: Int, lineBottom: Int) -> Bool {
         let line = lineBottom - lineTop + 1, width = e.to - e.from + 1, height = e.bottom - e.top + 1
-        return width * 100 <= line * 22 && height * 100 <= line * 22 && width * 10 <= height * 14 && height * 10 <= width * 14
+        return width * 100 <= line * 22 && height * 100 <= line * 22 && width * 10 <= height * 14
+            && height * 10 <= width * 14
             && e.top * 10 >= lineTop * 10 + line * 7 && e.bottom * 100 >= lineBottom * 100 - line * 12
     }
 
     /// The cell's box (sheared columns `from`…`to`, rows `top`…`bottom`) fitted into `side` × `side` keeping its
     /// shape, centred, ink 1 and background 0, sampled 3 × 3 per pixel.
-    static func patch(_ grey: GreyPixels, shear: Double, from: Int, to: Int, top: Int, bottom: Int, ink: Double, back: Double) -> [Float] {
+    static func patch(
+        _ grey: GreyPixels, shear: Double, from: Int, to: Int, top: Int, bottom: Int, ink: Double, back: Double
+    ) -> [Float] {
         let margin = Double(bottom - top + 1) * 0.08
         let boxLeft = Double(from) - margin, boxTop = Double(top) - margin
         let boxWidth = Double(to - from + 1) + 2 * margin, boxHeight = Double(bottom - top + 1) + 2 * margin
@@ -218,7 +265,8 @@ public enum SegmentCutter {
                         let v = (Double(py) + (Double(sy) + 0.5) / 3 - upper) / scale + boxTop
                         // Back from the sheared column to the picture's.
                         let x = Int((u - shear * (Double(h - 1) - v)).rounded(.down)), y = Int(v.rounded(.down))
-                        let value = x >= 0 && x < grey.width && y >= 0 && y < h ? Double(grey.bytes[y * grey.width + x]) : back
+                        let value =
+                            x >= 0 && x < grey.width && y >= 0 && y < h ? Double(grey.bytes[y * grey.width + x]) : back
                         sum += min(1, max(0, (value - back) / (ink - back)))
                     }
                 }
@@ -254,7 +302,8 @@ public enum SegmentCutter {
         var next: Int32 = 1
         var stack: [Int] = [], component: [Int] = []
         for start in 0..<(w * h) where ink[start] && labels[start] == 0 {
-            stack = [start]; component = []
+            stack = [start]
+            component = []
             labels[start] = next
             while let i = stack.popLast() {
                 component.append(i)
@@ -263,10 +312,18 @@ public enum SegmentCutter {
                     let nx = x + dx, ny = y + dy
                     guard nx >= 0, nx < w, ny >= 0, ny < h else { continue }
                     let j = ny * w + nx
-                    if ink[j] && labels[j] == 0 { labels[j] = next; stack.append(j) }
+                    if ink[j] && labels[j] == 0 {
+                        labels[j] = next
+                        stack.append(j)
+                    }
                 }
             }
-            if component.count < 3 { for i in component { out[i] = false; labels[i] = 0 } }
+            if component.count < 3 {
+                for i in component {
+                    out[i] = false
+                    labels[i] = 0
+                }
+            }
             next += 1
         }
         return (out, labels)

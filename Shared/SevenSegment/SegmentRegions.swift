@@ -35,17 +35,21 @@ public enum SegmentRegions {
             for radius in [2, 4, 7] {
                 let joined = dilate(ink, width: w, height: h, radius: radius)
                 let blobs = components(joined, width: w, height: h).filter {
-                    $0.height >= 12 + 2 * radius && $0.height * 5 <= h * 3 && $0.width * 7 >= $0.height && $0.width <= $0.height * 8
+                    $0.height >= 12 + 2 * radius && $0.height * 5 <= h * 3 && $0.width * 7 >= $0.height
+                        && $0.width <= $0.height * 8
                 }
                 for line in lines(blobs) {
                     // The dilation's growth off, then room for a minus sign too small to be a blob (it stands a
                     // digit's width and more before the first digit's ink when that is a `1`).
-                    let inner = Box(x: line.x + radius, y: line.y + radius, width: line.width - 2 * radius, height: line.height - 2 * radius)
+                    let inner = Box(
+                        x: line.x + radius, y: line.y + radius, width: line.width - 2 * radius,
+                        height: line.height - 2 * radius)
                     let padLeft = inner.height * 7 / 5, padRight = inner.height * 3 / 10, padY = inner.height / 8
                     let x0 = max(0, inner.x - padLeft), y0 = max(0, inner.y - padY)
                     let x1 = min(w, inner.x + inner.width + padRight), y1 = min(h, inner.y + inner.height + padY)
-                    let box = Box(x: x0 * factor, y: y0 * factor, width: min(width - x0 * factor, (x1 - x0) * factor),
-                                  height: min(height - y0 * factor, (y1 - y0) * factor))
+                    let box = Box(
+                        x: x0 * factor, y: y0 * factor, width: min(width - x0 * factor, (x1 - x0) * factor),
+                        height: min(height - y0 * factor, (y1 - y0) * factor))
                     if !boxes.contains(box) { boxes.append(box) }
                 }
             }
@@ -65,8 +69,9 @@ public enum SegmentRegions {
             }) {
                 let line = lines[index]
                 let x0 = min(line.x, blob.x), y0 = min(line.y, blob.y)
-                lines[index] = Box(x: x0, y: y0, width: max(line.x + line.width, blob.x + blob.width) - x0,
-                                   height: max(line.y + line.height, blob.y + blob.height) - y0)
+                lines[index] = Box(
+                    x: x0, y: y0, width: max(line.x + line.width, blob.x + blob.width) - x0,
+                    height: max(line.y + line.height, blob.y + blob.height) - y0)
             } else {
                 lines.append(blob)
             }
@@ -90,7 +95,9 @@ public enum SegmentRegions {
             let y0 = max(0, y - r), y1 = min(h, y + r + 1)
             for x in 0..<w {
                 let x0 = max(0, x - r), x1 = min(w, x + r + 1)
-                let sum = integral[y1 * (w + 1) + x1] - integral[y0 * (w + 1) + x1] - integral[y1 * (w + 1) + x0] + integral[y0 * (w + 1) + x0]
+                let sum =
+                    integral[y1 * (w + 1) + x1] - integral[y0 * (w + 1) + x1] - integral[y1 * (w + 1) + x0]
+                    + integral[y0 * (w + 1) + x0]
                 mean[y * w + x] = sum / ((x1 - x0) * (y1 - y0))
             }
         }
@@ -131,7 +138,10 @@ public enum SegmentRegions {
                         let nx = x + dx, ny = y + dy
                         guard nx >= 0, nx < w, ny >= 0, ny < h else { continue }
                         let j = ny * w + nx
-                        if ink[j] && !seen[j] { seen[j] = true; stack.append(j) }
+                        if ink[j] && !seen[j] {
+                            seen[j] = true
+                            stack.append(j)
+                        }
                     }
                 }
             }

@@ -39,16 +39,28 @@ public struct SevenSegmentModel: Sendable {
     public static func load(directory: String) throws -> SevenSegmentModel {
         let folder = URL(fileURLWithPath: directory)
         guard let data = FileManager.default.contents(atPath: folder.appendingPathComponent(manifestName).path) else {
-            throw SevenSegmentError(.failedPrecondition, "the seven-segment reader is not installed in \(directory) (no \(manifestName)); \(installHint)")
+            throw SevenSegmentError(
+                .failedPrecondition,
+                "the seven-segment reader is not installed in \(directory) (no \(manifestName)); \(installHint)")
         }
-        struct Manifest: Decodable { var files: [String: String]; var labels: [String] }
+        struct Manifest: Decodable {
+            var files: [String: String]
+            var labels: [String]
+        }
         guard let manifest = try? JSONDecoder().decode(Manifest.self, from: data), let sum = manifest.files[fileName],
-              !manifest.labels.isEmpty else {
-            throw SevenSegmentError(.dataLoss, "\(directory)/\(manifestName) is not a seven-segment manifest; \(installHint)")
+            !manifest.labels.isEmpty
+        else {
+            throw SevenSegmentError(
+                .dataLoss, "\(directory)/\(manifestName) is not a seven-segment manifest; \(installHint)")
         }
-        guard let bytes = FileManager.default.contents(atPath: folder.appendingPathComponent(fileName).path).map({ [UInt8]($0) }),
-              SHA256.hex(bytes) == sum else {
-            throw SevenSegmentError(.dataLoss, "\(directory)/\(fileName) is missing or does not match its checksum; \(installHint)")
+        guard
+            let bytes = FileManager.default.contents(atPath: folder.appendingPathComponent(fileName).path).map({
+                [UInt8]($0)
+            }),
+            SHA256.hex(bytes) == sum
+        else {
+            throw SevenSegmentError(
+                .dataLoss, "\(directory)/\(fileName) is missing or does not match its checksum; \(installHint)")
         }
         return SevenSegmentModel(network: bytes, labels: manifest.labels)
     }
@@ -93,9 +105,14 @@ public final class SevenSegmentReader: Sendable {
         var trace: [String] = []
         func close() {
             if text.last == "." { text.removeLast() }
-            if digits > 0, best.map({ digits > $0.digits || (digits == $0.digits && confidence > $0.reading.confidence) }) ?? true {
-                best = (SevenSegmentReading(text: text, confidence: confidence, strokesPerDigit: Double(strokes) / Double(digits),
-                                            digits: digits, glyphs: glyphs), digits)
+            if digits > 0,
+                best.map({ digits > $0.digits || (digits == $0.digits && confidence > $0.reading.confidence) }) ?? true
+            {
+                best = (
+                    SevenSegmentReading(
+                        text: text, confidence: confidence, strokesPerDigit: Double(strokes) / Double(digits),
+                        digits: digits, glyphs: glyphs), digits
+                )
             }
             (text, confidence, strokes, digits) = ("", 1.0, 0, 0)
         }
@@ -107,7 +124,9 @@ public final class SevenSegmentReader: Sendable {
             case .glyph(let patch, _, let count):
                 let (label, probability) = try classify(patch)
                 trace.append("\(label) \((probability * 100).rounded() / 100)")
-                if probability < minimumConfidence || label == SevenSegmentModel.rejectLabel || (label == "-" && !text.isEmpty) {
+                if probability < minimumConfidence || label == SevenSegmentModel.rejectLabel
+                    || (label == "-" && !text.isEmpty)
+                {
                     close()
                     continue
                 }
@@ -133,7 +152,8 @@ public final class SevenSegmentReader: Sendable {
             throw SevenSegmentError(.internal, "the seven-segment network failed: \(error.message)")
         }
         guard output.values.count == labels.count else {
-            throw SevenSegmentError(.internal, "the seven-segment network answered \(output.shape) for \(labels.count) labels")
+            throw SevenSegmentError(
+                .internal, "the seven-segment network answered \(output.shape) for \(labels.count) labels")
         }
         let best = output.values.indices.max { output.values[$0] < output.values[$1] }!
         return (labels[best], Double(output.values[best]))

@@ -10,7 +10,8 @@ public enum DatabaseLocation: Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .file(let path): path
-        case .cluster(let client): "the cluster's database \(client.database) (\(client.addresses.joined(separator: ",")))"
+        case .cluster(let client):
+            "the cluster's database \(client.database) (\(client.addresses.joined(separator: ",")))"
         }
     }
 }
@@ -72,14 +73,18 @@ public enum DatabaseCopy {
             guard snapshot.schemaVersion > 0 else {
                 throw DatabaseCopyError(
                     .failedPrecondition,
-                    "\(source) is not a Menagerie database: its schema version is 0 (no service's migrations ran on it)")
+                    "\(source) is not a Menagerie database: its schema version is 0 (no service's migrations ran on it)"
+                )
             }
             switch destination {
             case .file(let path):
-                return try copyToFile(snapshot, from: sourceConnection, path: path, replacing: replacing, progress: progress)
+                return try copyToFile(
+                    snapshot, from: sourceConnection, path: path, replacing: replacing, progress: progress)
             case .cluster:
                 let writer = try open(destination, forWriting: true)
-                return try copy(snapshot, from: sourceConnection, to: writer, location: destination, replacing: replacing, progress: progress)
+                return try copy(
+                    snapshot, from: sourceConnection, to: writer, location: destination, replacing: replacing,
+                    progress: progress)
             }
         }
     }
@@ -94,7 +99,8 @@ public enum DatabaseCopy {
             // Read-write where allowed, though nothing is written: a read-only connection cannot open a WAL file
             // whose -shm is gone (a service stopped cleanly) in a directory it may not write.
             let mode = forWriting ? "rwc" : FileManager.default.isWritableFile(atPath: path) ? "rw" : "ro"
-            return try SQLiteHandle(location: "file:\(uriEscaped(path))?mode=\(mode)", uri: true, busyTimeout: .seconds(5))
+            return try SQLiteHandle(
+                location: "file:\(uriEscaped(path))?mode=\(mode)", uri: true, busyTimeout: .seconds(5))
         case .cluster(let client):
             let handle = try DqliteHandle(client: client, busyTimeout: .seconds(5), readOnly: !forWriting)
             // Rows arrive table by table, so a child table may come before its parent: foreign keys are checked
@@ -111,14 +117,17 @@ public enum DatabaseCopy {
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw DatabaseCopyError(.notFound, "no such file: \(path)")
         }
-        guard !isDirectory.boolValue else { throw DatabaseCopyError(.invalidArgument, "\(path) is a directory, not a database file") }
+        guard !isDirectory.boolValue else {
+            throw DatabaseCopyError(.invalidArgument, "\(path) is a directory, not a database file")
+        }
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw DatabaseCopyError(.permissionDenied, "cannot read \(path)")
         }
         defer { try? handle.close() }
         let header = (try? handle.read(upToCount: 16)) ?? Data()
         guard header == Data("SQLite format 3\0".utf8) else {
-            throw DatabaseCopyError(.invalidArgument, "\(path) is not an SQLite database (it does not start with SQLite's header)")
+            throw DatabaseCopyError(
+                .invalidArgument, "\(path) is not an SQLite database (it does not start with SQLite's header)")
         }
     }
 
@@ -154,12 +163,15 @@ public enum DatabaseCopy {
             var snapshot = Snapshot()
             snapshot.schemaVersion = try connection.queryOne("PRAGMA user_version")?.value(at: 0, as: Int32.self) ?? 0
             let objects = try connection.query(
-                "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid")
+                "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid"
+            )
             for object in objects {
                 let type = object.string(0) ?? "", name = object.string(1) ?? "", sql = object.string(2) ?? ""
                 if type == "table" {
                     guard !sql.uppercased().hasPrefix("CREATE VIRTUAL") else {
-                        throw DatabaseCopyError(.failedPrecondition, "\(location) has a virtual table (\(name)), which the copy cannot carry")
+                        throw DatabaseCopyError(
+                            .failedPrecondition,
+                            "\(location) has a virtual table (\(name)), which the copy cannot carry")
                     }
                     snapshot.tables.append((name, sql))
                 } else {
@@ -167,12 +179,15 @@ public enum DatabaseCopy {
                 }
             }
             for table in snapshot.tables {
-                let hidden = try connection.query("SELECT name FROM pragma_table_xinfo(?) WHERE hidden != 0", [table.name])
+                let hidden = try connection.query(
+                    "SELECT name FROM pragma_table_xinfo(?) WHERE hidden != 0", [table.name])
                 guard hidden.isEmpty else {
                     throw DatabaseCopyError(
-                        .failedPrecondition, "\(location)'s table \(table.name) has generated columns, which the copy cannot carry")
+                        .failedPrecondition,
+                        "\(location)'s table \(table.name) has generated columns, which the copy cannot carry")
                 }
-                snapshot.counts[table.name] = try connection.queryOne("SELECT count(*) FROM \(quoted(table.name))")?.int(0) ?? 0
+                snapshot.counts[table.name] =
+                    try connection.queryOne("SELECT count(*) FROM \(quoted(table.name))")?.int(0) ?? 0
             }
             if snapshot.tableNames.contains("storage_migration_tracks") {
                 for row in try connection.query("SELECT track, version FROM storage_migration_tracks") {
@@ -180,14 +195,17 @@ public enum DatabaseCopy {
                 }
             }
             if try connection.queryOne("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'") != nil {
-                snapshot.sequences = try connection.query("SELECT name, seq FROM sqlite_sequence").map { ($0.string(0) ?? "", $0.int64(1) ?? 0) }
+                snapshot.sequences = try connection.query("SELECT name, seq FROM sqlite_sequence").map {
+                    ($0.string(0) ?? "", $0.int64(1) ?? 0)
+                }
             }
             return snapshot
         }
 
         /// The schema versions as one sentence: `user_version` and each track.
         var versionDescription: String {
-            (["\(schemaVersion)"] + tracks.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }).joined(separator: ", ")
+            (["\(schemaVersion)"] + tracks.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }).joined(
+                separator: ", ")
         }
 
         /// Tables holding rows, besides the migrations' bookkeeping.
@@ -206,7 +224,8 @@ public enum DatabaseCopy {
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
             guard !isDirectory.boolValue else { throw DatabaseCopyError(.invalidArgument, "\(path) is a directory") }
             guard replacing else {
-                throw DatabaseCopyError(.alreadyExists, "\(path) exists: choose another file, or overwrite it with --replace")
+                throw DatabaseCopyError(
+                    .alreadyExists, "\(path) exists: choose another file, or overwrite it with --replace")
             }
         }
         let directory = url.deletingLastPathComponent()
@@ -219,16 +238,19 @@ public enum DatabaseCopy {
         do {
             let writer = try SQLiteHandle(location: partial.path, uri: false, busyTimeout: .seconds(5))
             try writer.executeScript("PRAGMA foreign_keys = OFF")
-            report = try copy(snapshot, from: source, to: writer, location: .file(path), replacing: false, progress: progress)
+            report = try copy(
+                snapshot, from: source, to: writer, location: .file(path), replacing: false, progress: progress)
         }
         guard rename(partial.path, path) == 0 else {
-            throw DatabaseCopyError(.permissionDenied, "cannot move the copy into place at \(path): \(String(cString: strerror(errno)))")
+            throw DatabaseCopyError(
+                .permissionDenied, "cannot move the copy into place at \(path): \(String(cString: strerror(errno)))")
         }
         return report
     }
 
     private static func copy(
-        _ snapshot: Snapshot, from source: Connection, to writer: any StorageHandle, location: DatabaseLocation, replacing: Bool,
+        _ snapshot: Snapshot, from source: Connection, to writer: any StorageHandle, location: DatabaseLocation,
+        replacing: Bool,
         progress: (TableCount) -> Void
     ) throws -> Report {
         let existing = try writer.inTransaction(begin: "BEGIN DEFERRED") { try Snapshot.read($0, location: location) }
@@ -273,24 +295,29 @@ public enum DatabaseCopy {
             let rows = try copyRows(of: table.name, from: source, to: writer, clearingFirst: keepsSchema)
             let expected = snapshot.counts[table.name, default: 0]
             guard rows == expected else {
-                throw DatabaseCopyError(.dataLoss, "table \(table.name): \(rows) rows arrived in \(location) of \(expected) read")
+                throw DatabaseCopyError(
+                    .dataLoss, "table \(table.name): \(rows) rows arrived in \(location) of \(expected) read")
             }
             copied.append(TableCount(table: table.name, rows: rows))
             progress(copied.last!)
         }
         // Last, in one transaction: what makes the copy complete in the services' eyes.
         try writer.inTransaction(begin: "BEGIN IMMEDIATE") { connection in
-            for object in snapshot.otherObjects where !keepsSchema || object.type == "trigger" { try connection.execute(object.sql) }
+            for object in snapshot.otherObjects where !keepsSchema || object.type == "trigger" {
+                try connection.execute(object.sql)
+            }
             if try connection.queryOne("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'") != nil {
                 try connection.execute("DELETE FROM sqlite_sequence")
                 for sequence in snapshot.sequences {
-                    try connection.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", [sequence.name, sequence.seq])
+                    try connection.execute(
+                        "INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", [sequence.name, sequence.seq])
                 }
             }
             if snapshot.tableNames.contains("storage_migration_tracks") {
                 try connection.execute("DELETE FROM storage_migration_tracks")
                 for (track, version) in snapshot.tracks {
-                    try connection.execute("INSERT INTO storage_migration_tracks (track, version) VALUES (?, ?)", [track, version])
+                    try connection.execute(
+                        "INSERT INTO storage_migration_tracks (track, version) VALUES (?, ?)", [track, version])
                 }
             }
             try connection.execute("PRAGMA user_version = \(snapshot.schemaVersion)")
@@ -298,7 +325,10 @@ public enum DatabaseCopy {
         let violations = try writer.inTransaction(begin: "BEGIN DEFERRED") { try $0.query("PRAGMA foreign_key_check") }
         guard violations.isEmpty else {
             let tables = Set(violations.compactMap { $0.string(0) }).sorted()
-            throw DatabaseCopyError(.dataLoss, "\(location) has \(violations.count) rows whose foreign keys point nowhere (in \(tables.joined(separator: ", ")))")
+            throw DatabaseCopyError(
+                .dataLoss,
+                "\(location) has \(violations.count) rows whose foreign keys point nowhere (in \(tables.joined(separator: ", ")))"
+            )
         }
         return Report(schemaVersion: snapshot.schemaVersion, tables: copied)
     }
@@ -306,7 +336,9 @@ public enum DatabaseCopy {
     /// Copies one table's rows in one transaction on `writer` and returns the count it then holds. Rows go in
     /// several to a statement: on a cluster every statement is a round trip to the leader, and dqlite takes at
     /// most 255 parameters.
-    private static func copyRows(of table: String, from source: Connection, to writer: any StorageHandle, clearingFirst: Bool) throws -> Int {
+    private static func copyRows(
+        of table: String, from source: Connection, to writer: any StorageHandle, clearingFirst: Bool
+    ) throws -> Int {
         let rows = try source.query("SELECT * FROM \(quoted(table))")
         return try writer.inTransaction(begin: "BEGIN IMMEDIATE") { connection in
             if clearingFirst { try connection.execute("DELETE FROM \(quoted(table))") }
@@ -316,7 +348,9 @@ public enum DatabaseCopy {
                 var start = 0
                 while start < rows.count {
                     let batch = rows[start..<min(start + perStatement, rows.count)]
-                    let sql = "INSERT INTO \(quoted(table)) VALUES " + Array(repeating: tuple, count: batch.count).joined(separator: ", ")
+                    let sql =
+                        "INSERT INTO \(quoted(table)) VALUES "
+                        + Array(repeating: tuple, count: batch.count).joined(separator: ", ")
                     try connection.execute(sql, batch.flatMap { $0.values.map { $0 as (any SQLConvertible)? } })
                     start += batch.count
                 }

@@ -37,7 +37,9 @@ final class DqliteHandle: StorageHandle, @unchecked Sendable {  // one thread at
         guard Self.isOneStatement(sql) else {
             throw StorageError(.misuse, message: "expected one statement; use executeScript for several", sql: sql)
         }
-        let prepared = try StorageError.translating(sql: sql, context: .prepare) { () throws(DqliteError) in try session.prepare(sql) }
+        let prepared = try StorageError.translating(sql: sql, context: .prepare) { () throws(DqliteError) in
+            try session.prepare(sql)
+        }
         if cache.count >= Self.cacheCapacity {
             // Statements a caller still holds (`Connection.prepare`) stay, as `SQLiteHandle`'s do: finalized, their id
             // went to the next statement dqlite prepared, which they then ran.
@@ -140,7 +142,8 @@ final class DqliteStatement: StorageStatement {
     func run(_ arguments: [(any SQLConvertible)?], rows limit: RowLimit) throws -> [Row] {
         guard arguments.count == prepared.parameterCount else {
             throw StorageError(
-                .misuse, message: "the statement takes \(prepared.parameterCount) arguments, \(arguments.count) given", sql: sql)
+                .misuse, message: "the statement takes \(prepared.parameterCount) arguments, \(arguments.count) given",
+                sql: sql)
         }
         let values = arguments.map { DqliteValue($0?.sqlValue ?? .null) }
         let session = handle.session
@@ -193,19 +196,25 @@ extension StorageError {
     /// Runs `body`, turning a `DqliteError` into the storage error a service already handles: SQLite's own
     /// errors keep their codes (a constraint is still `.constraint`), a lost leader is `.unavailable`, a commit
     /// without an answer `.outcomeUnknown`.
-    static func translating<T>(sql: String? = nil, context: Kind = .step, _ body: () throws(DqliteError) -> T) throws -> T {
+    static func translating<T>(sql: String? = nil, context: Kind = .step, _ body: () throws(DqliteError) -> T) throws
+        -> T
+    {
         do {
             return try body()
         } catch {
             switch error.kind {
             case .sqlite:
-                throw StorageError(sqliteCode: Int32(truncatingIfNeeded: error.code), message: error.message, sql: sql, context: context)
+                throw StorageError(
+                    sqliteCode: Int32(truncatingIfNeeded: error.code), message: error.message, sql: sql,
+                    context: context)
             case .noLeader, .notCommitted:
-                throw StorageError(.unavailable, message: "the replicated database: \(error.message); nothing was written", sql: sql)
+                throw StorageError(
+                    .unavailable, message: "the replicated database: \(error.message); nothing was written", sql: sql)
             case .outcomeUnknown:
                 throw StorageError(
                     .outcomeUnknown,
-                    message: "the replicated database lost its leader before answering a commit; the write may or may not "
+                    message:
+                        "the replicated database lost its leader before answering a commit; the write may or may not "
                         + "have happened: \(error.message)", sql: sql)
             case .misuse:
                 throw StorageError(.misuse, message: error.message, sql: sql)

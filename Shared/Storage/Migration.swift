@@ -40,11 +40,14 @@ extension Migration {
             case .userVersion:
                 version = try connection.queryOne("PRAGMA user_version")?.value(at: 0, as: Int32.self) ?? 0
             case .named(let name):
-                let exists = try connection.queryOne(
-                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'storage_migration_tracks'") != nil
-                version = exists
+                let exists =
+                    try connection.queryOne(
+                        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'storage_migration_tracks'") != nil
+                version =
+                    exists
                     ? try connection.queryOne(
-                        "SELECT version FROM storage_migration_tracks WHERE track = ?", [name])?.value(at: 0, as: Int32.self) ?? 0
+                        "SELECT version FROM storage_migration_tracks WHERE track = ?", [name])?.value(
+                            at: 0, as: Int32.self) ?? 0
                     : 0
             }
             guard version <= latest else {
@@ -61,7 +64,8 @@ extension Migration {
                 try connection.execute("PRAGMA user_version = \(version)")
             case .named(let name):
                 try connection.execute(
-                    "CREATE TABLE IF NOT EXISTS storage_migration_tracks (track TEXT PRIMARY KEY, version INTEGER NOT NULL)")
+                    "CREATE TABLE IF NOT EXISTS storage_migration_tracks (track TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+                )
                 try connection.execute(
                     "INSERT INTO storage_migration_tracks (track, version) VALUES (?, ?) "
                         + "ON CONFLICT (track) DO UPDATE SET version = excluded.version", [name, version])

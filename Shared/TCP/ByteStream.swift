@@ -77,7 +77,9 @@ extension ByteStream {
         body.withUnsafeBytes { body in
             send(bytesOfSize: headSize + body.count + tailSize, sealing: sealing) { destination in
                 writeHead(UnsafeMutableRawBufferPointer(rebasing: destination[..<headSize]))
-                if let base = body.baseAddress { (destination.baseAddress! + headSize).copyMemory(from: base, byteCount: body.count) }
+                if let base = body.baseAddress {
+                    (destination.baseAddress! + headSize).copyMemory(from: base, byteCount: body.count)
+                }
                 writeTail(UnsafeMutableRawBufferPointer(rebasing: destination[(headSize + body.count)...]))
             }
         }
@@ -92,7 +94,9 @@ extension ByteStream {
     package func send(bytes: [UInt8], sealing: Bool = false) {
         bytes.withUnsafeBytes { source in
             send(bytesOfSize: source.count, sealing: sealing) { destination in
-                if let base = source.baseAddress { destination.baseAddress!.copyMemory(from: base, byteCount: source.count) }
+                if let base = source.baseAddress {
+                    destination.baseAddress!.copyMemory(from: base, byteCount: source.count)
+                }
             }
         }
     }

@@ -18,7 +18,9 @@ package struct DeadlineQueue<Call> {
     /// The earliest deadline, if any.
     package var earliest: ContinuousClock.Instant? { heap.first?.deadline }
 
-    package mutating func add(_ call: Call, at deadline: ContinuousClock.Instant, liveCalls: Int, isGone: (Call) -> Bool) {
+    package mutating func add(
+        _ call: Call, at deadline: ContinuousClock.Instant, liveCalls: Int, isGone: (Call) -> Bool
+    ) {
         heap.push(Due(deadline: deadline, call: call))
         if heap.count > 2 * liveCalls + 1024 { heap.removeAll { isGone($0.call) } }
     }

@@ -35,6 +35,8 @@ public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
     private static func invalid(_ text: String) -> RPCError {
-        RPCError(.invalidArgument, "endpoint \(text) is not HOST:PORT with a numeric address (or localhost) and a port 0-65535")
+        RPCError(
+            .invalidArgument,
+            "endpoint \(text) is not HOST:PORT with a numeric address (or localhost) and a port 0-65535")
     }
 }

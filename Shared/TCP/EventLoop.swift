@@ -85,7 +85,9 @@ public final class EventLoop: @unchecked Sendable {
         check(uv_loop_configure_idle_time(raw), "uv_loop_configure(UV_METRICS_IDLE_TIME)")
         turnEnd = allocateHandle(uv_prepare_t.self)
         check(uv_prepare_init(raw, turnEnd), "uv_prepare_init")
-        check(uv_prepare_start(turnEnd) { handle in EventLoop.owning(handle!.pointee.loop).endTurn() }, "uv_prepare_start")
+        check(
+            uv_prepare_start(turnEnd) { handle in EventLoop.owning(handle!.pointee.loop).endTurn() }, "uv_prepare_start"
+        )
         uv_unref(cast(turnEnd, to: uv_handle_t.self))
         raw.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         let thread = Thread { [self] in
@@ -142,9 +144,11 @@ public final class EventLoop: @unchecked Sendable {
             guard !queue.stopped else { return false }
             queue.stopped = true
             queue.work.append { [self] in
-                uv_walk(raw, { handle, _ in
-                    if uv_is_closing(handle) == 0 { uv_close(handle, nil) }
-                }, nil)
+                uv_walk(
+                    raw,
+                    { handle, _ in
+                        if uv_is_closing(handle) == 0 { uv_close(handle, nil) }
+                    }, nil)
             }
             uv_async_send(wakeup)
             return true
@@ -301,9 +305,11 @@ package final class LoopTimer: @unchecked Sendable {
 
     /// Fires after `delay`, then every `interval` when given.
     package func start(after delay: Duration, every interval: Duration? = nil) {
-        uv_timer_start(handle, { handle in
-            (Unmanaged<AnyObject>.fromOpaque(handle!.pointee.data).takeUnretainedValue() as! LoopTimer).action()
-        }, delay.millisecondsRoundedUp, interval?.millisecondsRoundedUp ?? 0)
+        uv_timer_start(
+            handle,
+            { handle in
+                (Unmanaged<AnyObject>.fromOpaque(handle!.pointee.data).takeUnretainedValue() as! LoopTimer).action()
+            }, delay.millisecondsRoundedUp, interval?.millisecondsRoundedUp ?? 0)
     }
 
     package func stop() { uv_timer_stop(handle) }

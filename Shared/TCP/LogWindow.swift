@@ -15,7 +15,8 @@ package final class LogWindow: Sendable {
     /// only counts it.
     package func warning(_ logger: Logger, kind: String, _ message: @autoclosure () -> String) {
         guard let leftOut = admit(kind, at: .now) else { return }
-        logger.warning(message() + (leftOut > 0 ? " (\(leftOut) more like it since the last such line, not logged)" : ""))
+        logger.warning(
+            message() + (leftOut > 0 ? " (\(leftOut) more like it since the last such line, not logged)" : ""))
     }
 
     /// Whether a line of `kind` is logged at `now`: the count left out since the last one, or nil

@@ -101,7 +101,8 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
     /// The connection of a TCP handle (a read, write or connect callback's).
     package static func owning(_ stream: UnsafeMutablePointer<uv_stream_t>?) -> TCPConnection {
         // `data` of a connection's handle holds nothing but its TCPConnection.
-        unsafeDowncast(Unmanaged<AnyObject>.fromOpaque(stream!.pointee.data).takeUnretainedValue(), to: TCPConnection.self)
+        unsafeDowncast(
+            Unmanaged<AnyObject>.fromOpaque(stream!.pointee.data).takeUnretainedValue(), to: TCPConnection.self)
     }
 
     /// Call once connected or accepted (loop thread): learns the peer's address (unless known),
@@ -137,7 +138,8 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
         loop.assertInLoop()
         precondition(!isReading, "a connection is handed over before it reads")
         var descriptor: uv_os_fd_t = -1
-        let copy = uv_fileno(cast(handle, to: uv_handle_t.self), &descriptor) == 0 ? fcntl(descriptor, F_DUPFD_CLOEXEC, 0) : -1
+        let copy =
+            uv_fileno(cast(handle, to: uv_handle_t.self), &descriptor) == 0 ? fcntl(descriptor, F_DUPFD_CLOEXEC, 0) : -1
         close(reason: "handed over to another loop")
         return copy >= 0 ? copy : nil
     }
@@ -193,41 +195,51 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
     }
 
     private func startReading() {
-        uv_read_start(stream, { handle, _, buffer in
-            let connection = TCPConnection.owning(cast(handle!, to: uv_stream_t.self))
-            let loop = connection.loop
-            let size = loop.readSize(bulk: connection.readsInBulk)
-            // A large frame's rest goes straight where its reader would copy it (`ConnectionReader.readDestination`).
-            if size > 0, connection.lingering == nil, let destination = connection.reader?.readDestination() {
-                buffer!.pointee = uv_buf_init(destination.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(min(size, destination.count)))
-                connection.readEndsFrame = destination.count <= size
-                return
-            }
-            // A length of 0 makes libuv skip the read with UV_ENOBUFS.
-            buffer!.pointee = uv_buf_init(loop.readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(size))
-        }, { stream, count, buffer in
-            let connection = TCPConnection.owning(stream)
-            if count > 0 {
-                connection.loop.didRead(count, bulk: connection.readsInBulk)
-                let inPlace = UnsafeMutableRawPointer(buffer!.pointee.base) != connection.loop.readBuffer.baseAddress
-                if inPlace {
-                    connection.receivedInPlace(count)
-                } else {
-                    connection.received(UnsafeRawBufferPointer(start: buffer!.pointee.base, count: count))
+        uv_read_start(
+            stream,
+            { handle, _, buffer in
+                let connection = TCPConnection.owning(cast(handle!, to: uv_stream_t.self))
+                let loop = connection.loop
+                let size = loop.readSize(bulk: connection.readsInBulk)
+                // A large frame's rest goes straight where its reader would copy it (`ConnectionReader.readDestination`).
+                if size > 0, connection.lingering == nil, let destination = connection.reader?.readDestination() {
+                    buffer!.pointee = uv_buf_init(
+                        destination.baseAddress!.assumingMemoryBound(to: CChar.self),
+                        UInt32(min(size, destination.count)))
+                    connection.readEndsFrame = destination.count <= size
+                    return
                 }
-                // A read that took exactly a frame's rest says nothing of what waits after it.
-                let filled = count == Int(buffer!.pointee.len) && !(inPlace && connection.readEndsFrame)
-                if filled { connection.yieldReading() }
-            } else if Int32(count) == UV_ENOBUFS.rawValue {
-                // The turn's bulk budget is spent. libuv keeps watching the socket, and the next turn
-                // (its counters reset) reads it: level-triggered epoll reports it again, behind the
-                // sockets reported after it this time, so the uploaders take turns.
-            } else if count < 0 {
-                // A lingering close keeps its own reason: the peer's end is what it waited for.
-                connection.peerEnded(connection.lingering != nil ? connection.closeWhenFlushed!
-                    : Int32(count) == UV_EOF.rawValue ? "peer closed the connection" : "read failed: \(uvError(Int32(count)))")
-            }
-        })
+                // A length of 0 makes libuv skip the read with UV_ENOBUFS.
+                buffer!.pointee = uv_buf_init(
+                    loop.readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(size))
+            },
+            { stream, count, buffer in
+                let connection = TCPConnection.owning(stream)
+                if count > 0 {
+                    connection.loop.didRead(count, bulk: connection.readsInBulk)
+                    let inPlace =
+                        UnsafeMutableRawPointer(buffer!.pointee.base) != connection.loop.readBuffer.baseAddress
+                    if inPlace {
+                        connection.receivedInPlace(count)
+                    } else {
+                        connection.received(UnsafeRawBufferPointer(start: buffer!.pointee.base, count: count))
+                    }
+                    // A read that took exactly a frame's rest says nothing of what waits after it.
+                    let filled = count == Int(buffer!.pointee.len) && !(inPlace && connection.readEndsFrame)
+                    if filled { connection.yieldReading() }
+                } else if Int32(count) == UV_ENOBUFS.rawValue {
+                    // The turn's bulk budget is spent. libuv keeps watching the socket, and the next turn
+                    // (its counters reset) reads it: level-triggered epoll reports it again, behind the
+                    // sockets reported after it this time, so the uploaders take turns.
+                } else if count < 0 {
+                    // A lingering close keeps its own reason: the peer's end is what it waited for.
+                    connection.peerEnded(
+                        connection.lingering != nil
+                            ? connection.closeWhenFlushed!
+                            : Int32(count) == UV_EOF.rawValue
+                                ? "peer closed the connection" : "read failed: \(uvError(Int32(count)))")
+                }
+            })
     }
 
     /// The peer's end of the stream (or a read error; libuv has stopped reading): closes now, or in
@@ -301,7 +313,8 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
         _ writeHead: (UnsafeMutableRawBufferPointer) -> Void, _ writeTail: (UnsafeMutableRawBufferPointer) -> Void
     ) {
         guard body.count >= Self.smallestReferencedBody else {
-            return sendCopying(headOfSize: headSize, body: body, tailOfSize: tailSize, sealing: sealing, writeHead, writeTail)
+            return sendCopying(
+                headOfSize: headSize, body: body, tailOfSize: tailSize, sealing: sealing, writeHead, writeTail)
         }
         queue(headSize + body.count + tailSize, sealing: sealing) { outbox in
             outbox.bytes.append(headSize, writeHead)
@@ -468,7 +481,8 @@ extension TCPConnection {
         request.pointee.data = Unmanaged.passRetained(ConnectCompletion(completion) as AnyObject).toOpaque()
         let result = address.withSockaddr {
             uv_tcp_connect(request, handle, $0) { request, status in
-                let completion = Unmanaged<AnyObject>.fromOpaque(request!.pointee.data).takeRetainedValue() as! ConnectCompletion
+                let completion =
+                    Unmanaged<AnyObject>.fromOpaque(request!.pointee.data).takeRetainedValue() as! ConnectCompletion
                 let connection = TCPConnection.owning(request!.pointee.handle)
                 free(request)
                 if status == 0, !connection.isClosed { connection.start() }
@@ -490,7 +504,8 @@ extension TCPConnection {
                     if status == 0 {
                         continuation.resume()
                     } else {
-                        continuation.resume(throwing: ConnectFailure(endpoint: address.description, reason: uvError(status)))
+                        continuation.resume(
+                            throwing: ConnectFailure(endpoint: address.description, reason: uvError(status)))
                     }
                 }
             }
@@ -545,14 +560,20 @@ private final class WriteRequest {
         var position = 0
         for referenced in bodies {
             if referenced.offset > position {
-                buffers.append(uv_buf_init(bytes.base!.advanced(by: position).assumingMemoryBound(to: CChar.self), UInt32(referenced.offset - position)))
+                buffers.append(
+                    uv_buf_init(
+                        bytes.base!.advanced(by: position).assumingMemoryBound(to: CChar.self),
+                        UInt32(referenced.offset - position)))
             }
             let base = referenced.bytes.withUnsafeBytes { UnsafeMutableRawPointer(mutating: $0.baseAddress!) }
             buffers.append(uv_buf_init(base.assumingMemoryBound(to: CChar.self), UInt32(referenced.bytes.count)))
             position = referenced.offset
         }
         if bytes.count > position {
-            buffers.append(uv_buf_init(bytes.base!.advanced(by: position).assumingMemoryBound(to: CChar.self), UInt32(bytes.count - position)))
+            buffers.append(
+                uv_buf_init(
+                    bytes.base!.advanced(by: position).assumingMemoryBound(to: CChar.self),
+                    UInt32(bytes.count - position)))
         }
         return buffers.withUnsafeMutableBufferPointer { body($0) }
     }
@@ -606,9 +627,12 @@ package struct SocketAddress: CustomStringConvertible {
         let host = host == "localhost" ? "127.0.0.1" : host
         let ok = withUnsafeMutablePointer(to: &storage) { pointer -> Bool in
             if host.contains(":") {
-                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { uv_ip6_addr(host, Int32(port), $0) } == 0
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                    uv_ip6_addr(host, Int32(port), $0)
+                } == 0
             }
-            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { uv_ip4_addr(host, Int32(port), $0) } == 0
+            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { uv_ip4_addr(host, Int32(port), $0) }
+                == 0
         }
         guard ok, (0...65535).contains(port) else { return nil }
     }
@@ -620,9 +644,13 @@ package struct SocketAddress: CustomStringConvertible {
     package var port: Int {
         withUnsafePointer(to: storage) { pointer in
             if Int32(storage.ss_family) == AF_INET6 {
-                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                    Int(UInt16(bigEndian: $0.pointee.sin6_port))
+                }
             }
-            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                Int(UInt16(bigEndian: $0.pointee.sin_port))
+            }
         }
     }
 

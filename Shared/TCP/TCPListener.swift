@@ -29,7 +29,8 @@ package final class TCPListener: @unchecked Sendable {
         var result = address.withSockaddr { uv_tcp_bind(listener.handle, $0, 0) }
         if result == 0 {
             result = uv_listen(cast(listener.handle, to: uv_stream_t.self), 511) { stream, status in
-                let listener = Unmanaged<AnyObject>.fromOpaque(stream!.pointee.data).takeUnretainedValue() as! TCPListener
+                let listener =
+                    Unmanaged<AnyObject>.fromOpaque(stream!.pointee.data).takeUnretainedValue() as! TCPListener
                 listener.accept(status: status)
             }
         }

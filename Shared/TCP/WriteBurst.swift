@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where the writes queued on this thread wait for the end of a burst before they are flushed: a server's worker

@@ -35,9 +35,10 @@ public struct SHA256: ~Copyable, @unchecked Sendable {
     /// Adds `bytes` to the hash.
     public mutating func update(_ bytes: some Sequence<UInt8>) {
         precondition(!finished, "SHA256.update after finalize")
-        let done = bytes.withContiguousStorageIfAvailable { buffer in
-            EVP_DigestUpdate(context, buffer.baseAddress, buffer.count)
-        } ?? Array(bytes).withUnsafeBytes { EVP_DigestUpdate(context, $0.baseAddress, $0.count) }
+        let done =
+            bytes.withContiguousStorageIfAvailable { buffer in
+                EVP_DigestUpdate(context, buffer.baseAddress, buffer.count)
+            } ?? Array(bytes).withUnsafeBytes { EVP_DigestUpdate(context, $0.baseAddress, $0.count) }
         precondition(done == 1, "OpenSSL's SHA-256 update failed")
     }
 

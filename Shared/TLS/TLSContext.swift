@@ -90,7 +90,10 @@ public final class TLSContext: @unchecked Sendable {  // SSL_CTX is safe to shar
             SSL_CTX_set_num_tickets(ctx, 0)
             // AES-128-GCM first: as safe for our use and a third cheaper per byte than OpenSSL's default
             // first choice, AES-256-GCM (both in hardware here).
-            guard SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256") == 1 else {
+            guard
+                SSL_CTX_set_ciphersuites(
+                    ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256") == 1
+            else {
                 throw TLSError.openSSL("cannot set the TLS 1.3 cipher suites")
             }
             if let certificateFile {
@@ -110,7 +113,8 @@ public final class TLSContext: @unchecked Sendable {  // SSL_CTX is safe to shar
                     throw TLSError.openSSL("TLS key \(keyFile) does not load")
                 }
                 guard SSL_CTX_check_private_key(ctx) == 1 else {
-                    throw TLSError.openSSL("TLS key \(keyFile) does not match certificate \(certificateFile ?? "(none)")")
+                    throw TLSError.openSSL(
+                        "TLS key \(keyFile) does not match certificate \(certificateFile ?? "(none)")")
                 }
             }
             if role == .server, certificateFile == nil || keyFile == nil {
@@ -140,7 +144,8 @@ public final class TLSContext: @unchecked Sendable {  // SSL_CTX is safe to shar
                 }
             case .server:
                 // Strict unless ALPN names a protocol that needs no client certificate (see `selectProtocol`).
-                SSL_CTX_set_verify(ctx, caFile == nil ? SSL_VERIFY_NONE : SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
+                SSL_CTX_set_verify(
+                    ctx, caFile == nil ? SSL_VERIFY_NONE : SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
             }
         } catch {
             SSL_CTX_free(ctx)
@@ -148,10 +153,12 @@ public final class TLSContext: @unchecked Sendable {  // SSL_CTX is safe to shar
         }
         certificate = info
         if role == .server, !wire.isEmpty {
-            SSL_CTX_set_alpn_select_cb(ctx, { ssl, out, outLength, offered, offeredLength, argument in
-                let context = Unmanaged<TLSContext>.fromOpaque(argument!).takeUnretainedValue()
-                return context.selectProtocol(ssl!, out!, outLength!, offered!, offeredLength)
-            }, Unmanaged.passUnretained(self).toOpaque())
+            SSL_CTX_set_alpn_select_cb(
+                ctx,
+                { ssl, out, outLength, offered, offeredLength, argument in
+                    let context = Unmanaged<TLSContext>.fromOpaque(argument!).takeUnretainedValue()
+                    return context.selectProtocol(ssl!, out!, outLength!, offered!, offeredLength)
+                }, Unmanaged.passUnretained(self).toOpaque())
         }
     }
 
@@ -161,16 +168,19 @@ public final class TLSContext: @unchecked Sendable {  // SSL_CTX is safe to shar
     /// present a certificate (set here, before the server asks for one). None in common: the
     /// handshake fails with `no_application_protocol`.
     private func selectProtocol(
-        _ ssl: OpaquePointer, _ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>, _ outLength: UnsafeMutablePointer<UInt8>,
+        _ ssl: OpaquePointer, _ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>,
+        _ outLength: UnsafeMutablePointer<UInt8>,
         _ offered: UnsafePointer<UInt8>, _ offeredLength: UInt32
     ) -> Int32 {
         wireProtocols.withUnsafeBufferPointer { ours -> Int32 in
-            guard let chosen = ctls_next_alpn(ours.baseAddress, UInt32(ours.count), offered, offeredLength, outLength) else {
+            guard let chosen = ctls_next_alpn(ours.baseAddress, UInt32(ours.count), offered, offeredLength, outLength)
+            else {
                 return SSL_TLSEXT_ERR_ALERT_FATAL
             }
             // `chosen` points into `ours`, which this context keeps alive.
             out.pointee = chosen
-            let name = String(decoding: UnsafeBufferPointer(start: chosen, count: Int(outLength.pointee)), as: UTF8.self)
+            let name = String(
+                decoding: UnsafeBufferPointer(start: chosen, count: Int(outLength.pointee)), as: UTF8.self)
             if !clientCertificateRequired.contains(name) { SSL_set_verify(ssl, SSL_VERIFY_NONE, nil) }
             return SSL_TLSEXT_ERR_OK
         }

@@ -40,7 +40,8 @@ public final class TLSSession: @unchecked Sendable {
             if let serverName {
                 let isAddress = serverName.contains(":") || serverName.allSatisfy { $0.isNumber || $0 == "." }
                 let param = SSL_get0_param(ssl)
-                let checked = isAddress ? X509_VERIFY_PARAM_set1_ip_asc(param, serverName) : SSL_set1_host(ssl, serverName)
+                let checked =
+                    isAddress ? X509_VERIFY_PARAM_set1_ip_asc(param, serverName) : SSL_set1_host(ssl, serverName)
                 if !isAddress { _ = ctls_set_sni(ssl, serverName) }
                 guard checked == 1 else { throw TLSError.openSSL("cannot check the server's name \(serverName)") }
             }
@@ -80,10 +81,13 @@ public final class TLSSession: @unchecked Sendable {
     package func sendCiphertext(to sink: @escaping (UnsafeRawBufferPointer) -> Void) {
         let box = CiphertextSink(sink)
         self.sink = box
-        ctls_io_set_sink(io, { context, bytes, count in
-            guard let context else { return }
-            Unmanaged<CiphertextSink>.fromOpaque(context).takeUnretainedValue().deliver(UnsafeRawBufferPointer(start: bytes, count: count))
-        }, Unmanaged.passUnretained(box).toOpaque())
+        ctls_io_set_sink(
+            io,
+            { context, bytes, count in
+                guard let context else { return }
+                Unmanaged<CiphertextSink>.fromOpaque(context).takeUnretainedValue().deliver(
+                    UnsafeRawBufferPointer(start: bytes, count: count))
+            }, Unmanaged.passUnretained(box).toOpaque())
     }
 
     /// Advances the handshake with what was fed; throws why it failed (our verification of the peer,
@@ -99,7 +103,8 @@ public final class TLSSession: @unchecked Sendable {
             var length: UInt32 = 0
             SSL_get0_alpn_selected(ssl, &name, &length)
             if let name, length > 0 {
-                negotiatedProtocol = String(decoding: UnsafeBufferPointer(start: name, count: Int(length)), as: UTF8.self)
+                negotiatedProtocol = String(
+                    decoding: UnsafeBufferPointer(start: name, count: Int(length)), as: UTF8.self)
             }
             return .established
         }
@@ -124,7 +129,8 @@ public final class TLSSession: @unchecked Sendable {
         let result = SSL_write_ex(ssl, base, plaintext.count, &written)
         guard result == 1 else {
             let state = try progress(after: result, doing: "TLS write")
-            throw TLSError(state == .closed ? "TLS session closed by the peer" : "TLS write before the handshake is done")
+            throw TLSError(
+                state == .closed ? "TLS session closed by the peer" : "TLS write before the handshake is done")
         }
     }
 

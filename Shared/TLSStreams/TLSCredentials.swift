@@ -21,13 +21,17 @@ public final class TLSCredentials: Sendable {
     /// A server's credentials: it presents `certificateFile`, and on the binary protocol requires a
     /// client certificate signed by `caFile` (mutual TLS); HTTP clients need none (browsers, curl),
     /// and authenticate by token.
-    public static func server(certificateFile: String, keyFile: String, caFile: String) throws(TLSError) -> TLSCredentials {
+    public static func server(certificateFile: String, keyFile: String, caFile: String) throws(TLSError)
+        -> TLSCredentials
+    {
         try TLSCredentials(role: .server, certificateFile: certificateFile, keyFile: keyFile, caFile: caFile)
     }
 
     /// A client's credentials: it verifies servers against `caFile` and presents `certificateFile`
     /// when a server asks (the binary protocol always does).
-    public static func client(certificateFile: String?, keyFile: String?, caFile: String) throws(TLSError) -> TLSCredentials {
+    public static func client(certificateFile: String?, keyFile: String?, caFile: String) throws(TLSError)
+        -> TLSCredentials
+    {
         try TLSCredentials(role: .client, certificateFile: certificateFile, keyFile: keyFile, caFile: caFile)
     }
 
@@ -39,14 +43,17 @@ public final class TLSCredentials: Sendable {
         current = Mutex(try Self.load(role, certificateFile, keyFile, caFile))
     }
 
-    private static func load(_ role: TLSContext.Role, _ certificate: String?, _ key: String?, _ ca: String) throws(TLSError) -> TLSContext {
+    private static func load(_ role: TLSContext.Role, _ certificate: String?, _ key: String?, _ ca: String)
+        throws(TLSError) -> TLSContext
+    {
         switch role {
         case .server:
             try TLSContext(
                 role: .server, certificateFile: certificate, keyFile: key, caFile: ca,
                 protocols: [binaryProtocol, httpProtocol], clientCertificateRequired: [binaryProtocol])
         case .client:
-            try TLSContext(role: .client, certificateFile: certificate, keyFile: key, caFile: ca, protocols: [binaryProtocol])
+            try TLSContext(
+                role: .client, certificateFile: certificate, keyFile: key, caFile: ca, protocols: [binaryProtocol])
         }
     }
 

@@ -246,11 +246,13 @@ package final class TLSStream: ByteStream, ConnectionReader, @unchecked Sendable
     /// What a failure means for the person reading the log or the client's error.
     private func explain(_ error: TLSError, handshake: Bool) -> String {
         if role == .client, firstBytes == TLSStream.notServed {
-            return "\(peer) serves plaintext only and refused TLS (connect without TLS, or start the service with --tls-cert, --tls-key and --tls-ca)"
+            return
+                "\(peer) serves plaintext only and refused TLS (connect without TLS, or start the service with --tls-cert, --tls-key and --tls-ca)"
         }
         var message = error.message
         if message.contains(" alert ") {
-            message += role == .client
+            message +=
+                role == .client
                 ? " (the server refused this client's certificate or TLS settings)"
                 : " (the client refused this server's certificate or TLS settings)"
         }

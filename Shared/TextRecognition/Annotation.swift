@@ -41,13 +41,15 @@ extension Image {
             bmfDestroy(&pointer)
         }
         for mark in marks {
-            guard let box = boxCreate(Int32(mark.box.x), Int32(mark.box.y), Int32(mark.box.width), Int32(mark.box.height))
+            guard
+                let box = boxCreate(Int32(mark.box.x), Int32(mark.box.y), Int32(mark.box.width), Int32(mark.box.height))
             else { throw ImageError.processing("boxCreate") }
             defer {
                 var pointer: UnsafeMutablePointer<BOX>? = box
                 boxDestroy(&pointer)
             }
-            pixRenderBoxArb(canvas.pix, box, Int32(max(1, mark.width)), mark.color.red, mark.color.green, mark.color.blue)
+            pixRenderBoxArb(
+                canvas.pix, box, Int32(max(1, mark.width)), mark.color.red, mark.color.green, mark.color.blue)
             guard let font, !mark.caption.isEmpty else { continue }
             let ascii = Self.asciiCaption(mark.caption)
             // Leptonica's colour word: 0xRRGGBB00.
@@ -65,6 +67,7 @@ extension Image {
     /// nothing else.
     static func asciiCaption(_ text: String) -> String {
         let folded = text.folding(options: .diacriticInsensitive, locale: nil)
-        return String(folded.unicodeScalars.map { $0.isASCII && $0.value >= 32 && $0.value < 127 ? Character($0) : "?" })
+        return String(
+            folded.unicodeScalars.map { $0.isASCII && $0.value >= 32 && $0.value < 127 ? Character($0) : "?" })
     }
 }

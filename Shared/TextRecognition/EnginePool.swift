@@ -101,7 +101,9 @@ public final class EnginePool: Sendable {
         }
         let outcome = Outcome()
         Task.detached {
-            do { outcome.result = .success(try await self.checkout(configuration)) } catch { outcome.result = .failure(error) }
+            do { outcome.result = .success(try await self.checkout(configuration)) } catch {
+                outcome.result = .failure(error)
+            }
             outcome.done.signal()
         }
         outcome.done.wait()
@@ -130,7 +132,9 @@ public final class EnginePool: Sendable {
                     }
                 }
             }
-            state.slots = state.slots.filter { $0.key == configuration || $0.value.lent > 0 || !$0.value.idle.isEmpty || !$0.value.waiters.isEmpty }
+            state.slots = state.slots.filter {
+                $0.key == configuration || $0.value.lent > 0 || !$0.value.idle.isEmpty || !$0.value.waiters.isEmpty
+            }
             return nil
         }
         waiter?.resume(returning: engine)

@@ -156,7 +156,9 @@ public final class Image: @unchecked Sendable {
     /// stored as grey (an inverted fax), a few percent for rendered text's anti-aliased edges, most of a photo.
     public func midToneFraction() throws -> Double {
         let gray = try grayscale()
-        guard let histogram = pixGetGrayHistogram(gray.pix, 1) else { throw ImageError.processing("pixGetGrayHistogram") }
+        guard let histogram = pixGetGrayHistogram(gray.pix, 1) else {
+            throw ImageError.processing("pixGetGrayHistogram")
+        }
         var histogramPointer: UnsafeMutablePointer<NUMA>? = histogram
         defer { numaDestroy(&histogramPointer) }
         var total = 0.0, middle = 0.0
@@ -172,7 +174,9 @@ public final class Image: @unchecked Sendable {
     /// The grey level (0–255) under which `fraction` (0–1) of the pixels lie: how light a photo's highlights are.
     public func greyPercentile(_ fraction: Double) throws -> Int {
         let gray = try grayscale()
-        guard let histogram = pixGetGrayHistogram(gray.pix, 1) else { throw ImageError.processing("pixGetGrayHistogram") }
+        guard let histogram = pixGetGrayHistogram(gray.pix, 1) else {
+            throw ImageError.processing("pixGetGrayHistogram")
+        }
         var histogramPointer: UnsafeMutablePointer<NUMA>? = histogram
         defer { numaDestroy(&histogramPointer) }
         var counts = [Double](repeating: 0, count: 256)
@@ -304,7 +308,9 @@ public final class Image: @unchecked Sendable {
         for y in 0..<height {
             for x in 0..<width {
                 let word = words[y * wordsPerLine + x], i = (y * width + x) * 3
-                rgb[i] = UInt8(word >> 24); rgb[i + 1] = UInt8(truncatingIfNeeded: word >> 16); rgb[i + 2] = UInt8(truncatingIfNeeded: word >> 8)
+                rgb[i] = UInt8(word >> 24)
+                rgb[i + 1] = UInt8(truncatingIfNeeded: word >> 16)
+                rgb[i + 2] = UInt8(truncatingIfNeeded: word >> 8)
             }
         }
         return rgb
@@ -319,11 +325,14 @@ public final class Image: @unchecked Sendable {
             var message = [CChar](repeating: 0, count: 256)
             let rgb = try rgbBytes()
             let status = rgb.withUnsafeBufferPointer {
-                image_encode_heic($0.baseAddress, UInt32(width), UInt32(height), 70, &out, &length, &message, message.count)
+                image_encode_heic(
+                    $0.baseAddress, UInt32(width), UInt32(height), 70, &out, &length, &message, message.count)
             }
             defer { free(out) }
             guard status == 0, let out else {
-                throw ImageError.processing("HEIC encoding: " + String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+                throw ImageError.processing(
+                    "HEIC encoding: "
+                        + String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
             }
             return Data(bytes: out, count: length)
         }

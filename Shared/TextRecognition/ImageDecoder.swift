@@ -72,7 +72,9 @@ public struct ImageDecoder: Sendable {
     /// photo larger than its reader needs wants. Other formats ignore it; `DecodedImage.reduction` says what was
     /// applied.
     public func decode(_ data: Data, jpegReduction: Int = 1) throws -> DecodedImage {
-        guard [1, 2, 4, 8].contains(jpegReduction) else { throw ImageError.processing("JPEG reduction \(jpegReduction)") }
+        guard [1, 2, 4, 8].contains(jpegReduction) else {
+            throw ImageError.processing("JPEG reduction \(jpegReduction)")
+        }
         guard data.count >= 8 else { throw ImageError.cannotDecode }
         return try data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> DecodedImage in
             let bytes = raw.bindMemory(to: UInt8.self)
@@ -99,9 +101,11 @@ public struct ImageDecoder: Sendable {
             default:
                 var headerFormat: Int32 = 0, width: Int32 = 0, height: Int32 = 0
                 var bitsPerSample: Int32 = 0, samplesPerPixel: Int32 = 0, hasColormap: Int32 = 0
-                guard pixReadHeaderMem(
-                    base, bytes.count, &headerFormat, &width, &height, &bitsPerSample, &samplesPerPixel, &hasColormap)
-                    == 0, width > 0, height > 0
+                guard
+                    pixReadHeaderMem(
+                        base, bytes.count, &headerFormat, &width, &height, &bitsPerSample, &samplesPerPixel,
+                        &hasColormap)
+                        == 0, width > 0, height > 0
                 else { throw ImageError.cannotDecode }
                 try check(width: Int(width), height: Int(height))
             }
@@ -159,8 +163,10 @@ public struct ImageDecoder: Sendable {
             }
             var headerFormat: Int32 = 0, width: Int32 = 0, height: Int32 = 0
             var bitsPerSample: Int32 = 0, samplesPerPixel: Int32 = 0, hasColormap: Int32 = 0
-            guard pixReadHeaderMem(
-                base, bytes.count, &headerFormat, &width, &height, &bitsPerSample, &samplesPerPixel, &hasColormap) == 0,
+            guard
+                pixReadHeaderMem(
+                    base, bytes.count, &headerFormat, &width, &height, &bitsPerSample, &samplesPerPixel, &hasColormap)
+                    == 0,
                 width > 0, height > 0
             else { return nil }
             return Int(width) * Int(height)
@@ -182,7 +188,8 @@ public struct ImageDecoder: Sendable {
             image_decode_rgb(base, count, 1, $0.baseAddress, capacity, &message, message.count)
         }
         guard status == 0 else { throw ImageError.damaged(Self.text(message)) }
-        return DecodedImage(format: .heic, pages: [try Image.fromRGB(rgb, width: Int(width), height: Int(height))], exifOrientation: 1)
+        return DecodedImage(
+            format: .heic, pages: [try Image.fromRGB(rgb, width: Int(width), height: Int(height))], exifOrientation: 1)
     }
 
     /// Throws `.damaged` when the shared decoder finds the JPEG cut short or corrupt.

@@ -101,7 +101,9 @@ public enum Preprocessor {
         // Services/OCR/README.md).
         if options.upscaleSmallText, prepared.image.pixelCount * 4 <= maxUpscaledPixels,
             let height = try prepared.image.medianComponentHeight(),
-            height < (try prepared.image.midToneFraction() < binaryMidTones ? smallTextHeight.binary : smallTextHeight.grey)
+            height
+                < (try prepared.image.midToneFraction() < binaryMidTones
+                    ? smallTextHeight.binary : smallTextHeight.grey)
         {
             prepared.image = try prepared.image.grayscale().scaled(by: 2)
             prepared.scale = 2

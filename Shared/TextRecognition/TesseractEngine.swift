@@ -199,7 +199,9 @@ public final class TesseractEngine: @unchecked Sendable {
     /// `recognize`, stopped once `limit` has passed (Tesseract's monitor deadline, checked between words): nil when
     /// it was, since a page cut off midway is not a reading to keep. A photo's time budget ends a reading already
     /// running this way, instead of waiting for it (a dark 3 MP photo's one reading took minutes).
-    public func recognize(_ image: Image, segmentation: SegmentationMode, within limit: Duration?) throws -> RecognizedPage? {
+    public func recognize(_ image: Image, segmentation: SegmentationMode, within limit: Duration?) throws
+        -> RecognizedPage?
+    {
         TesseractRuntime.limitOpenMPToCallingThread()
         TessBaseAPISetPageSegMode(handle, segmentation.tesseractMode)
         TessBaseAPISetImage2(handle, image.pix)
@@ -273,8 +275,9 @@ public final class TesseractEngine: @unchecked Sendable {
         var degrees: Int32 = 0
         var orientationConfidence: Float = 0, scriptConfidence: Float = 0
         var script: UnsafePointer<CChar>?
-        guard TessBaseAPIDetectOrientationScript(
-            detector, &degrees, &orientationConfidence, &script, &scriptConfidence) != 0
+        guard
+            TessBaseAPIDetectOrientationScript(
+                detector, &degrees, &orientationConfidence, &script, &scriptConfidence) != 0
         else { return nil }
         let scriptName = script.map { String(cString: $0) } ?? ""
         // `degrees` is how far the page was turned clockwise (a page turned left reads 270): turning it back
@@ -295,7 +298,8 @@ public final class TesseractEngine: @unchecked Sendable {
         guard let detector = TessBaseAPICreate() else { throw EngineError.tesseract("TessBaseAPICreate") }
         let status = Self.withCStrings(["debug_file"]) { names in
             Self.withCStrings(["/dev/null"]) { values in
-                TessBaseAPIInit4(detector, TesseractRuntime.dataPath, "osd", OEM_TESSERACT_ONLY, nil, 0, names, values, 1, 0)
+                TessBaseAPIInit4(
+                    detector, TesseractRuntime.dataPath, "osd", OEM_TESSERACT_ONLY, nil, 0, names, values, 1, 0)
             }
         }
         guard status == 0 else {
@@ -307,7 +311,9 @@ public final class TesseractEngine: @unchecked Sendable {
         return detector
     }
 
-    private static func withCStrings<R>(_ strings: [String], _ body: (UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+    private static func withCStrings<R>(
+        _ strings: [String], _ body: (UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> R
+    ) -> R {
         var pointers = strings.map { strdup($0) }
         defer { for pointer in pointers { free(pointer) } }
         pointers.append(nil)

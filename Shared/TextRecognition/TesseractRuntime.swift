@@ -53,7 +53,9 @@ public enum TesseractRuntime {
     /// The calling thread's OpenMP `max-active-levels` (0 once `limitOpenMPToCallingThread` ran on it), or nil
     /// without OpenMP. For tests.
     public static func openMPMaxActiveLevelsOfCallingThread() -> Int? {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "omp_get_max_active_levels") else { return nil }
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "omp_get_max_active_levels") else {
+            return nil
+        }
         typealias Get = @convention(c) () -> Int32
         return Int(unsafeBitCast(symbol, to: Get.self)())
     }

@@ -44,10 +44,18 @@ extension Tensor {
     public func clamped(max: Double) throws -> Tensor { try scalar(5, max) }
 
     /// Over all elements when `dim` is nil.
-    public func sum(dim: Int? = nil, keepingDimension: Bool = false) throws -> Tensor { try reduce(0, dim, keepingDimension) }
-    public func mean(dim: Int? = nil, keepingDimension: Bool = false) throws -> Tensor { try reduce(1, dim, keepingDimension) }
-    public func max(dim: Int? = nil, keepingDimension: Bool = false) throws -> Tensor { try reduce(2, dim, keepingDimension) }
-    public func argmax(dim: Int? = nil, keepingDimension: Bool = false) throws -> Tensor { try reduce(3, dim, keepingDimension) }
+    public func sum(dim: Int? = nil, keepingDimension: Bool = false) throws -> Tensor {
+        try reduce(0, dim, keepingDimension)
+    }
+    public func mean(dim: Int? = nil, keepingDimension: Bool = false) throws -> Tensor {
+        try reduce(1, dim, keepingDimension)
+    }
+    public func max(dim: Int? = nil, keepingDimension: Bool = false) throws -> Tensor {
+        try reduce(2, dim, keepingDimension)
+    }
+    public func argmax(dim: Int? = nil, keepingDimension: Bool = false) throws -> Tensor {
+        try reduce(3, dim, keepingDimension)
+    }
     public func softmax(dim: Int) throws -> Tensor { try reduce(4, dim, false) }
     public func logSoftmax(dim: Int) throws -> Tensor { try reduce(5, dim, false) }
 
@@ -83,11 +91,14 @@ extension Tensor {
     public func linear(weight: Tensor, bias: Tensor?) throws -> Tensor {
         try produce { torch_linear(handle, weight.handle, bias?.handle, $0) }
     }
-    public func batchNorm(weight: Tensor?, bias: Tensor?, runningMean: Tensor?, runningVariance: Tensor?,
-                          training: Bool, momentum: Double = 0.1, epsilon: Double = 1e-5) throws -> Tensor {
+    public func batchNorm(
+        weight: Tensor?, bias: Tensor?, runningMean: Tensor?, runningVariance: Tensor?,
+        training: Bool, momentum: Double = 0.1, epsilon: Double = 1e-5
+    ) throws -> Tensor {
         try produce {
-            torch_batch_norm(handle, weight?.handle, bias?.handle, runningMean?.handle, runningVariance?.handle,
-                             training ? 1 : 0, momentum, epsilon, $0)
+            torch_batch_norm(
+                handle, weight?.handle, bias?.handle, runningMean?.handle, runningVariance?.handle,
+                training ? 1 : 0, momentum, epsilon, $0)
         }
     }
     public func adaptiveAvgPool2d(height: Int, width: Int) throws -> Tensor {
@@ -104,7 +115,9 @@ extension Tensor {
     public func crossEntropy(targets: Tensor, labelSmoothing: Double = 0) throws -> Tensor {
         try produce { torch_cross_entropy(handle, targets.handle, labelSmoothing, $0) }
     }
-    public func binaryCrossEntropyWithLogits(targets: Tensor, weight: Tensor? = nil, summed: Bool = false) throws -> Tensor {
+    public func binaryCrossEntropyWithLogits(targets: Tensor, weight: Tensor? = nil, summed: Bool = false) throws
+        -> Tensor
+    {
         try produce { torch_bce_with_logits(handle, targets.handle, weight?.handle, summed ? 1 : 0, $0) }
     }
 }
@@ -115,13 +128,17 @@ public final class Optimizer {
     private let handle: torch_optimizer
     private let parameters: [Tensor]
 
-    public init(_ kind: Kind, parameters: [Tensor], learningRate: Double, momentum: Double = 0,
-                weightDecay: Double = 0) throws {
+    public init(
+        _ kind: Kind, parameters: [Tensor], learningRate: Double, momentum: Double = 0,
+        weightDecay: Double = 0
+    ) throws {
         let handles: [torch_tensor?] = parameters.map { $0.handle }
         var out: torch_optimizer?
         try handles.withUnsafeBufferPointer { buffer in
-            try check(torch_optimizer_new(kind.rawValue, buffer.baseAddress, Int32(buffer.count), learningRate,
-                                          momentum, weightDecay, &out))
+            try check(
+                torch_optimizer_new(
+                    kind.rawValue, buffer.baseAddress, Int32(buffer.count), learningRate,
+                    momentum, weightDecay, &out))
         }
         guard let out else { throw TorchError("the shim returned no optimizer") }
         handle = out
@@ -163,11 +180,19 @@ public final class ScriptModule: @unchecked Sendable {
         var tensors: UnsafeMutablePointer<torch_tensor?>?
         var count: Int32 = 0
         try check(torch_script_named_tensors(handle, &names, &tensors, &count))
-        defer { free(names); free(tensors) }
+        defer {
+            free(names)
+            free(tensors)
+        }
         // Every entry is taken over (its name freed, its tensor owned) before any is checked, so none leaks.
         let entries = (0..<Int(count)).map { index in
-            (names?[index].map { pointer in defer { free(pointer) }; return String(cString: pointer) },
-             tensors?[index].map { Tensor(owning: $0) })
+            (
+                names?[index].map { pointer in
+                    defer { free(pointer) }
+                    return String(cString: pointer)
+                },
+                tensors?[index].map { Tensor(owning: $0) }
+            )
         }
         return try entries.map { name, tensor in
             guard let name, let tensor else { throw TorchError("the shim returned an incomplete tensor list") }
@@ -194,8 +219,10 @@ public final class ScriptModule: @unchecked Sendable {
         try withExtendedLifetime(parameters.map(\.value)) {
             try names.map { UnsafePointer($0) }.withUnsafeBufferPointer { names in
                 try handles.withUnsafeBufferPointer { values in
-                    try check(torch_script_compile_with_parameters(source, names.baseAddress, values.baseAddress,
-                                                                   Int32(parameters.count), &bytes, &length))
+                    try check(
+                        torch_script_compile_with_parameters(
+                            source, names.baseAddress, values.baseAddress,
+                            Int32(parameters.count), &bytes, &length))
                 }
             }
         }

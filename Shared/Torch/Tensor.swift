@@ -34,7 +34,8 @@ public enum Torch {
     /// it gives, oneDNN's convolutions spun without end (a 24-image training ran 14 CPU-minutes in a process that
     /// inherited `OMP_THREAD_LIMIT=1` — TextRecognition sets it for the `tesseract` program — instead of 1 s).
     public static func setThreads(_ count: Int) throws {
-        let limit = ProcessInfo.processInfo.environment["OMP_THREAD_LIMIT"].flatMap { Int($0) }.map { max(1, $0) } ?? Int.max
+        let limit =
+            ProcessInfo.processInfo.environment["OMP_THREAD_LIMIT"].flatMap { Int($0) }.map { max(1, $0) } ?? Int.max
         try check(torch_set_num_threads(Int32(max(1, min(count, limit)))))
     }
 

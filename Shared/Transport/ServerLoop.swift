@@ -83,11 +83,13 @@ final class ServerLoop: @unchecked Sendable {
     func reclaimCandidate(from host: String?) -> ReclaimCandidate? {
         loop.assertInLoop()
         if let (served, called, quietSince) = longestIdle(from: host) {
-            return ReclaimCandidate(loop: index, connection: ObjectIdentifier(served), kind: .idle(called: called, quietSince: quietSince))
+            return ReclaimCandidate(
+                loop: index, connection: ObjectIdentifier(served), kind: .idle(called: called, quietSince: quietSince))
         }
         if let (served, sentAt) = longestQuiet(from: host) {
             return ReclaimCandidate(
-                loop: index, connection: ObjectIdentifier(served), kind: .quiet(sentAt: sentAt, footprint: served.socket.budgetFootprint))
+                loop: index, connection: ObjectIdentifier(served),
+                kind: .quiet(sentAt: sentAt, footprint: served.socket.budgetFootprint))
         }
         return nil
     }
@@ -95,7 +97,9 @@ final class ServerLoop: @unchecked Sendable {
     /// Closes `candidate` to make room under `limit`; false when it is gone or closing already (loop thread).
     func reclaim(_ candidate: ReclaimCandidate, limit: String) -> Bool {
         loop.assertInLoop()
-        guard let served = connections[candidate.connection], !served.isFailing, !served.socket.isClosed else { return false }
+        guard let served = connections[candidate.connection], !served.isFailing, !served.socket.isClosed else {
+            return false
+        }
         switch candidate.kind {
         case .idle:
             logger.info("closing idle connection from \(served.socket.peer) to make room: \(limit) is reached")
@@ -105,8 +109,13 @@ final class ServerLoop: @unchecked Sendable {
             // left open, a client gone without closing) makes room, so a newcomer — a health check
             // above all — gets in while a crowd of open calls keeps its slots.
             let silent = ContinuousClock.now - (served.lastFrameAt ?? served.socket.openedAt)
-            logger.info("closing connection from \(served.socket.peer) with \(served.openCalls) calls open and nothing sent for \(Int(silent.seconds)) s to make room: \(limit) is reached")
-            served.fail(.unavailable, "connection closed to make room: \(limit) is reached and it had sent nothing for \(Int(silent.seconds)) s")
+            logger.info(
+                "closing connection from \(served.socket.peer) with \(served.openCalls) calls open and nothing sent for \(Int(silent.seconds)) s to make room: \(limit) is reached"
+            )
+            served.fail(
+                .unavailable,
+                "connection closed to make room: \(limit) is reached and it had sent nothing for \(Int(silent.seconds)) s"
+            )
         }
         return true
     }
@@ -120,9 +129,12 @@ final class ServerLoop: @unchecked Sendable {
         for served in connections.values where served.openCalls == 0 && !served.isFailing {
             let connection = served.socket
             if let host, connection.peerHost != host { continue }
-            let quietSince = max(served.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt)
+            let quietSince = max(
+                served.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt)
             let called = served.hasMadeCalls
-            if best.map({ ReclaimCandidate.idleFirst((called, quietSince), $0.1, $0.2) }) ?? true { best = (served, called, quietSince) }
+            if best.map({ ReclaimCandidate.idleFirst((called, quietSince), $0.1, $0.2) }) ?? true {
+                best = (served, called, quietSince)
+            }
         }
         return best
     }
@@ -138,7 +150,11 @@ final class ServerLoop: @unchecked Sendable {
             let sentAt = served.lastFrameAt ?? connection.openedAt
             guard now - sentAt >= limits.reclaimAfterQuiet else { continue }
             if let (current, currentAt) = best {
-                if sentAt > currentAt || (sentAt == currentAt && connection.budgetFootprint <= current.socket.budgetFootprint) { continue }
+                if sentAt > currentAt
+                    || (sentAt == currentAt && connection.budgetFootprint <= current.socket.budgetFootprint)
+                {
+                    continue
+                }
             }
             best = (served, sentAt)
         }
@@ -163,10 +179,14 @@ final class ServerLoop: @unchecked Sendable {
     /// this loop's; when none here does, each other loop's largest that does.
     func shedLargest(atLeast bytes: Int, sparing spared: (any ServerConnection)?, askingOthers: Bool = true) {
         loop.assertInLoop()
-        guard let largest = connections.values.filter({ $0 !== spared && !$0.socket.isClosed })
-            .max(by: { $0.socket.budgetFootprint < $1.socket.budgetFootprint }),
-            largest.socket.budgetFootprint >= bytes else {
-            if askingOthers { server.onOtherLoops(than: self) { $0.shedLargest(atLeast: bytes, sparing: nil, askingOthers: false) } }
+        guard
+            let largest = connections.values.filter({ $0 !== spared && !$0.socket.isClosed })
+                .max(by: { $0.socket.budgetFootprint < $1.socket.budgetFootprint }),
+            largest.socket.budgetFootprint >= bytes
+        else {
+            if askingOthers {
+                server.onOtherLoops(than: self) { $0.shedLargest(atLeast: bytes, sparing: nil, askingOthers: false) }
+            }
             return
         }
         shed(largest)
@@ -187,11 +207,18 @@ final class ServerLoop: @unchecked Sendable {
     private func shed(_ served: any ServerConnection) {
         let held = served.socket.budgetFootprint
         if hadItsGrace(served) {
-            logger.warning("closing connection from \(served.socket.peer): it still holds \(held) bytes of the exhausted memory budget")
-            served.socket.close(reason: "memory budget exhausted and the client does not read (the connection held \(held) bytes)")
+            logger.warning(
+                "closing connection from \(served.socket.peer): it still holds \(held) bytes of the exhausted memory budget"
+            )
+            served.socket.close(
+                reason: "memory budget exhausted and the client does not read (the connection held \(held) bytes)")
         } else if !served.isFailing {
-            logger.warning("closing connection from \(served.socket.peer): it holds \(held) bytes and the memory budget of \(budget.limit) bytes is exhausted")
-            served.fail(.resourceExhausted, "memory budget exhausted: this connection held \(held) bytes of unread answers and unfinished frames")
+            logger.warning(
+                "closing connection from \(served.socket.peer): it holds \(held) bytes and the memory budget of \(budget.limit) bytes is exhausted"
+            )
+            served.fail(
+                .resourceExhausted,
+                "memory budget exhausted: this connection held \(held) bytes of unread answers and unfinished frames")
         }
     }
 
@@ -209,7 +236,8 @@ final class ServerLoop: @unchecked Sendable {
         for served in holders where hadItsGrace(served) && budget.used + room > budget.limit { shed(served) }
         // Bytes of closed connections are released once their cancelled writes report back.
         var leaving = holders.filter { $0.isFailing || $0.socket.isClosed }.reduce(0) { $0 + $1.socket.budgetFootprint }
-        for served in holders where !served.isFailing && !served.socket.isClosed && budget.used - leaving + room > budget.limit {
+        for served in holders
+        where !served.isFailing && !served.socket.isClosed && budget.used - leaving + room > budget.limit {
             shed(served)
             leaving += served.socket.budgetFootprint
         }
@@ -235,9 +263,13 @@ final class ServerLoop: @unchecked Sendable {
             let connection = served.socket
             if let since = connection.closingSince {
                 // Told why it is closed, but the client does not read: close without waiting more.
-                if now - since > limits.frameTimeout { connection.close(reason: "closing, and the client does not read") }
+                if now - since > limits.frameTimeout {
+                    connection.close(reason: "closing, and the client does not read")
+                }
             } else if let since = served.partialFrameSince, now - since > limits.frameTimeout {
-                served.fail(.unavailable, "stalled: frame still incomplete after \(limits.frameTimeout) (stalled or too slow client)")
+                served.fail(
+                    .unavailable,
+                    "stalled: frame still incomplete after \(limits.frameTimeout) (stalled or too slow client)")
             } else if served.lastFrameAt == nil, now - connection.openedAt > limits.frameTimeout {
                 served.fail(.unavailable, "stalled: no frame within \(limits.frameTimeout) of connecting")
             } else if served.openCalls > 0 {
@@ -246,7 +278,9 @@ final class ServerLoop: @unchecked Sendable {
             // Quiet: no call open (nor one whose answer is being queued), no answer queued for the next flush, and
             // neither a frame nor a write for the idle timeout.
             if connection.closingSince == nil, served.openCalls == 0, !connection.hasUnflushedBytes,
-               now - max(served.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt) > limits.idleTimeout {
+                now - max(served.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt)
+                    > limits.idleTimeout
+            {
                 served.fail(.unavailable, "idle timeout: no call for \(limits.idleTimeout)")
             }
         }
@@ -269,7 +303,9 @@ struct ReclaimCandidate: Sendable {
 
     /// Whether an idle connection (`called`, quiet since `quietSince`) goes before another: one that
     /// never called first, then the one quiet longest.
-    static func idleFirst(_ candidate: (Bool, ContinuousClock.Instant), _ called: Bool, _ quietSince: ContinuousClock.Instant) -> Bool {
+    static func idleFirst(
+        _ candidate: (Bool, ContinuousClock.Instant), _ called: Bool, _ quietSince: ContinuousClock.Instant
+    ) -> Bool {
         (!candidate.0 && called) || (candidate.0 == called && candidate.1 < quietSince)
     }
 

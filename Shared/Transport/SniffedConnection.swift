@@ -58,7 +58,9 @@ final class SniffedConnection<Stream: ByteStream>: ServerConnection {
             frames.picked(kind)
         case .http:
             let socket = frames.socket
-            let connect = Connect(stream: stream, socket: socket, host: server, face: server.face) { server.calls(over: $0, socket: socket) }
+            let connect = Connect(stream: stream, socket: socket, host: server, face: server.face) {
+                server.calls(over: $0, socket: socket)
+            }
             http = connect
             connect.start()
         case .tls:
@@ -86,9 +88,12 @@ final class SniffedConnection<Stream: ByteStream>: ServerConnection {
     /// A plaintext client of a server that serves TLS only: told so in its protocol, then closed (logged once a
     /// minute per kind: a client can cause it at will).
     private func refusePlaintext(_ kind: ProtocolSniffer.Kind) {
-        let message = "\(server.rpc.name) at \(server.address) accepts TLS connections only: connect with TLS (the gateway's --tls-ca, --tls-cert and --tls-key, or https://)"
+        let message =
+            "\(server.rpc.name) at \(server.address) accepts TLS connections only: connect with TLS (the gateway's --tls-ca, --tls-cert and --tls-key, or https://)"
         let client = kind == .http ? "HTTP" : "binary"
-        server.refusals.warning(server.logger, kind: "plaintext \(client)", "refused a plaintext \(client) client from \(stream.peer): this server accepts TLS connections only")
+        server.refusals.warning(
+            server.logger, kind: "plaintext \(client)",
+            "refused a plaintext \(client) client from \(stream.peer): this server accepts TLS connections only")
         frames.refusePlaintext(kind, message: message)
     }
 

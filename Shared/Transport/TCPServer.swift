@@ -1,11 +1,6 @@
 import Base
-import Foundation
-import TCP
-import TLSStreams
-#if canImport(Glibc)
-import Glibc
-#endif
 import Connect
+import Foundation
 import Framing
 import HTTP
 import RPC
@@ -13,6 +8,12 @@ import Schema
 import ServerCore
 import ServerSeam
 import Synchronization
+import TCP
+import TLSStreams
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Serves an `RPCServer` over TCP: libuv loops do all socket I/O; handlers run on a worker pool
 /// (one worker per core, on Swift's cooperative pool), never on a loop thread, except the
@@ -95,14 +96,18 @@ public final class TCPServer: ServerTransport, ConnectionHost, @unchecked Sendab
     public func figures() -> Figures {
         let perLoop = loops.map { serving in
             serving.loop.submit {
-                (open: serving.connections.count, failing: serving.connections.values.filter(\.isFailing).count,
-                 unwritten: serving.connections.values.reduce(0) { $0 + $1.socket.unwrittenBytes })
+                (
+                    open: serving.connections.count, failing: serving.connections.values.filter(\.isFailing).count,
+                    unwritten: serving.connections.values.reduce(0) { $0 + $1.socket.unwrittenBytes }
+                )
             }
         }
         return Figures(
             connectionsPerLoop: perLoop.map(\.open), connectionsFailing: perLoop.reduce(0) { $0 + $1.failing },
-            connectionsCounted: counted.withLock { $0.all }, unwrittenAnswerBytes: perLoop.reduce(0) { $0 + $1.unwritten },
-            callsInFlight: core.inFlight.load(ordering: .relaxed), uploadsInProgress: core.uploadsOpen.load(ordering: .relaxed))
+            connectionsCounted: counted.withLock { $0.all },
+            unwrittenAnswerBytes: perLoop.reduce(0) { $0 + $1.unwritten },
+            callsInFlight: core.inFlight.load(ordering: .relaxed),
+            uploadsInProgress: core.uploadsOpen.load(ordering: .relaxed))
     }
 
     /// A server for `host:port` (port 0: any free one) that listens once given an `RPCServer`
@@ -118,7 +123,9 @@ public final class TCPServer: ServerTransport, ConnectionHost, @unchecked Sendab
     }
 
     /// Serves `rpc`, binding and listening at once; throws when the address is taken or invalid.
-    public convenience init(rpc: RPCServer, host: String = "127.0.0.1", port: Int, limits: Limits = Limits(), logger: Logger? = nil) throws {
+    public convenience init(
+        rpc: RPCServer, host: String = "127.0.0.1", port: Int, limits: Limits = Limits(), logger: Logger? = nil
+    ) throws {
         self.init(host: host, port: port, limits: limits, logger: logger)
         try rpc.serve(over: self)
     }
@@ -151,14 +158,18 @@ public final class TCPServer: ServerTransport, ConnectionHost, @unchecked Sendab
     /// invalid, or when it listens already.
     public func listen(handingCallsTo server: RPCServer) throws {
         guard rpc == nil else { throw RPCError(.failedPrecondition, "\(address) serves \(rpc.name) already") }
-        guard (1...1024).contains(limits.loops) else { throw RPCError(.invalidArgument, "loops must be 1-1024 (got \(limits.loops))") }
+        guard (1...1024).contains(limits.loops) else {
+            throw RPCError(.invalidArgument, "loops must be 1-1024 (got \(limits.loops))")
+        }
         rpc = server
         core.serve(server)
         httpFace.bindings = httpRoutes?.all.map { server.bind($0.binding.name, guardedAs: $0.binding.guardedAs) } ?? []
         if !loggerGiven { logger = Logger(label: server.name) }
         // Thread names beyond the first loop's carry its number (Linux keeps 15 characters of one).
         loops = (0..<limits.loops).map { index in
-            ServerLoop(loop: EventLoop(name: "\(server.name)-loop" + (index == 0 ? "" : "\(index)")), index: index, server: self)
+            ServerLoop(
+                loop: EventLoop(name: "\(server.name)-loop" + (index == 0 ? "" : "\(index)")), index: index,
+                server: self)
         }
         // Turns summed over the loops, the longest the longest of any.
         server.reportLoop { [turns = loops.map(\.loop.turns)] in
@@ -171,7 +182,8 @@ public final class TCPServer: ServerTransport, ConnectionHost, @unchecked Sendab
         }
         guard let socketAddress = SocketAddress(host: host, port: requestedPort) else {
             stopLoops()
-            throw RPCError(.invalidArgument, "cannot listen on \(host):\(requestedPort): not a numeric IP address and port")
+            throw RPCError(
+                .invalidArgument, "cannot listen on \(host):\(requestedPort): not a numeric IP address and port")
         }
         // The other loops' timers run before the listener hands them a connection.
         for serving in loops.dropFirst() { serving.loop.submit { serving.start() } }
@@ -215,7 +227,8 @@ public final class TCPServer: ServerTransport, ConnectionHost, @unchecked Sendab
         let (all, fromPeer) = counted.withLock { ($0.all, $0.perPeer[host, default: 0]) }
         guard all >= limits.maxConnections || fromPeer >= limits.maxConnectionsPerPeer else { return place(connection) }
         let perPeer = fromPeer >= limits.maxConnectionsPerPeer
-        let limit = perPeer
+        let limit =
+            perPeer
             ? "the limit of \(limits.maxConnectionsPerPeer) connections from \(host)"
             : "the limit of \(limits.maxConnections) connections"
         // As servers reclaim idle keep-alive connections: the one quiet longest with no open call
@@ -223,7 +236,9 @@ public final class TCPServer: ServerTransport, ConnectionHost, @unchecked Sendab
         // `ServerLoop.reclaimCandidate`); only when every connection has a call open and sent something
         // lately is the newcomer refused.
         if loops.count == 1 {
-            if let candidate = loops[0].reclaimCandidate(from: perPeer ? host : nil), loops[0].reclaim(candidate, limit: limit) {
+            if let candidate = loops[0].reclaimCandidate(from: perPeer ? host : nil),
+                loops[0].reclaim(candidate, limit: limit)
+            {
                 place(connection)
             } else {
                 refuse(connection, limit: limit)
@@ -291,8 +306,13 @@ public final class TCPServer: ServerTransport, ConnectionHost, @unchecked Sendab
         let peer = connection.peer, highWater = limits.writeHighWater
         // Arriving once shutting down, it may come after its loop closed its connections: closed at once.
         target.loop.execute { [self] in
-            guard !isDraining, let adopted = TCPConnection.adopt(descriptor, loop: target.loop, peer: peer, highWater: highWater) else {
-                if !isDraining { logger.warning("cannot serve the connection from \(peer) on \(target.loop.name): uv_tcp_open failed") }
+            guard !isDraining,
+                let adopted = TCPConnection.adopt(descriptor, loop: target.loop, peer: peer, highWater: highWater)
+            else {
+                if !isDraining {
+                    logger.warning(
+                        "cannot serve the connection from \(peer) on \(target.loop.name): uv_tcp_open failed")
+                }
                 _ = Glibc.close(descriptor)
                 return release(host: host, on: target)
             }
@@ -324,9 +344,12 @@ public final class TCPServer: ServerTransport, ConnectionHost, @unchecked Sendab
         defer { listener?.resume() }
         connection.start()
         rpc.connectionRefused()
-        logger.warning("refusing connection from \(connection.peer): \(limit) is reached and every connection has a call open")
-        connection.send(FrameWire<TCPConnection>.statusFrame(
-            0, message: nil, error: RPCError(.resourceExhausted, "too many connections: \(limit) is reached")), sealing: true)
+        logger.warning(
+            "refusing connection from \(connection.peer): \(limit) is reached and every connection has a call open")
+        connection.send(
+            FrameWire<TCPConnection>.statusFrame(
+                0, message: nil, error: RPCError(.resourceExhausted, "too many connections: \(limit) is reached")),
+            sealing: true)
         connection.onClose = { [weak self] reason in self?.logger.debug("closed refused connection: \(reason)") }
         connection.close(afterFlushing: "too many connections")
         loops[0].refused.append(connection)
@@ -378,7 +401,11 @@ public final class TCPServer: ServerTransport, ConnectionHost, @unchecked Sendab
         serving.load.subtract(1, ordering: .relaxed)
         counted.withLock { counted in
             counted.all -= 1
-            if let count = counted.perPeer[host], count > 1 { counted.perPeer[host] = count - 1 } else { counted.perPeer[host] = nil }
+            if let count = counted.perPeer[host], count > 1 {
+                counted.perPeer[host] = count - 1
+            } else {
+                counted.perPeer[host] = nil
+            }
         }
     }
 
@@ -407,22 +434,29 @@ public final class TCPServer: ServerTransport, ConnectionHost, @unchecked Sendab
             try? await Task.sleep(for: .milliseconds(10))
         }
         let abandoned = core.inFlight.load(ordering: .acquiring)
-        if abandoned > 0 { logger.warning("\(abandoned) call(s) still running after the \(grace) grace period; closing anyway") }
+        if abandoned > 0 {
+            logger.warning("\(abandoned) call(s) still running after the \(grace) grace period; closing anyway")
+        }
         for serving in loops {
             serving.loop.submit {
                 serving.stopTimers()
                 // Answers still in an outbox (a worker's burst had not ended, or the client reads slowly)
                 // are written before the connection closes.
-                for served in Array(serving.connections.values) { served.socket.close(afterFlushing: "server shutting down") }
+                for served in Array(serving.connections.values) {
+                    served.socket.close(afterFlushing: "server shutting down")
+                }
             }
         }
-        while loops.contains(where: { serving in serving.loop.submit { !serving.connections.isEmpty } }), ContinuousClock.now < deadline {
+        while loops.contains(where: { serving in serving.loop.submit { !serving.connections.isEmpty } }),
+            ContinuousClock.now < deadline
+        {
             try? await Task.sleep(for: .milliseconds(10))
         }
         for serving in loops {
             serving.loop.submit {
                 for served in Array(serving.connections.values) {
-                    served.socket.close(reason: "server shutting down; answers not read within the \(grace) grace period")
+                    served.socket.close(
+                        reason: "server shutting down; answers not read within the \(grace) grace period")
                 }
                 for connection in serving.refused { connection.close(reason: "server shutting down") }
                 serving.refused.removeAll()

@@ -69,7 +69,10 @@ public final class WorkLane: Sendable {
 
     /// A pool of `threads` threads (at least one) whose queue holds at most `queueLimit` waiting items.
     /// `bulkLimit` (default: the threads, at most half the queue) bounds the `runBulk` items queued or running at once.
-    public init(name: String, threads: Int = ProcessInfo.processInfo.activeProcessorCount, queueLimit: Int = 256, bulkLimit: Int? = nil) {
+    public init(
+        name: String, threads: Int = ProcessInfo.processInfo.activeProcessorCount, queueLimit: Int = 256,
+        bulkLimit: Int? = nil
+    ) {
         self.name = name
         self.threads = max(1, threads)
         self.queueLimit = max(0, queueLimit)

@@ -112,7 +112,9 @@ public final class ZipArchive {
 
     /// The zip at `path`; NOT_FOUND when it cannot be opened.
     public convenience init(path: String, limits: ZipLimits = .standard) throws {
-        guard let source = FileZipSource(path: path) else { throw ZipError(category: .notFound, message: "cannot open \(path)") }
+        guard let source = FileZipSource(path: path) else {
+            throw ZipError(category: .notFound, message: "cannot open \(path)")
+        }
         try self.init(source: source, name: path, limits: limits)
     }
 
@@ -153,7 +155,9 @@ public final class ZipArchive {
             directoryOffset = record.le64(48)
         }
         guard count <= UInt64(limits.maxEntries) else {
-            throw ZipError(category: .resourceExhausted, message: "\(path): \(count) entries, over the \(limits.maxEntries) it may have")
+            throw ZipError(
+                category: .resourceExhausted,
+                message: "\(path): \(count) entries, over the \(limits.maxEntries) it may have")
         }
         guard directoryOffset <= size, directorySize <= size - directoryOffset, directorySize <= 256 << 20 else {
             throw broken(path, "the central directory lies outside the file (truncated?)")
@@ -171,10 +175,13 @@ public final class ZipArchive {
             let nameLength = Int(directory.le16(position + 28)), extraLength = Int(directory.le16(position + 30))
             let commentLength = Int(directory.le16(position + 32))
             let next = position + 46 + nameLength + extraLength + commentLength
-            guard next <= directory.count else { throw broken(path, "central directory entry #\(entries.count) is cut short") }
+            guard next <= directory.count else {
+                throw broken(path, "central directory entry #\(entries.count) is cut short")
+            }
             var entry = ZipEntry(
                 name: String(decoding: directory[(position + 46)..<(position + 46 + nameLength)], as: UTF8.self),
-                method: directory.le16(position + 10), flags: directory.le16(position + 8), crc32: directory.le32(position + 16),
+                method: directory.le16(position + 10), flags: directory.le16(position + 8),
+                crc32: directory.le32(position + 16),
                 compressedSize: UInt64(directory.le32(position + 20)), size: UInt64(directory.le32(position + 24)),
                 localHeaderOffset: UInt64(directory.le32(position + 42)))
             // The zip64 extra field holds, in this order, the fields that are 0xFFFFFFFF above.
@@ -192,21 +199,25 @@ public final class ZipArchive {
                     }
                     if entry.size == 0xFFFF_FFFF { entry.size = next64() ?? entry.size }
                     if entry.compressedSize == 0xFFFF_FFFF { entry.compressedSize = next64() ?? entry.compressedSize }
-                    if entry.localHeaderOffset == 0xFFFF_FFFF { entry.localHeaderOffset = next64() ?? entry.localHeaderOffset }
+                    if entry.localHeaderOffset == 0xFFFF_FFFF {
+                        entry.localHeaderOffset = next64() ?? entry.localHeaderOffset
+                    }
                 }
                 extra += 4 + length
             }
             guard entry.size <= limits.maxEntryBytes else {
                 throw ZipError(
-                    category: .resourceExhausted, message:
-                    "\(path): \(entry.name) would inflate to \(Self.gib(entry.size)), over the \(Self.gib(limits.maxEntryBytes)) one entry may; "
+                    category: .resourceExhausted,
+                    message:
+                        "\(path): \(entry.name) would inflate to \(Self.gib(entry.size)), over the \(Self.gib(limits.maxEntryBytes)) one entry may; "
                         + "refused before inflating anything (a zip bomb?)")
             }
             total += entry.size
             guard total <= limits.maxTotalBytes else {
                 throw ZipError(
-                    category: .resourceExhausted, message:
-                    "\(path): its entries would inflate to more than \(Self.gib(limits.maxTotalBytes)) together; "
+                    category: .resourceExhausted,
+                    message:
+                        "\(path): its entries would inflate to more than \(Self.gib(limits.maxTotalBytes)) together; "
                         + "refused before inflating anything (a zip bomb?)")
             }
             entries.append(entry)
@@ -216,18 +227,26 @@ public final class ZipArchive {
     }
 
     static func gib(_ bytes: UInt64) -> String {
-        bytes < 1 << 30 ? String(format: "%.1f MiB", Double(bytes) / Double(1 << 20)) : String(format: "%.1f GiB", Double(bytes) / Double(1 << 30))
+        bytes < 1 << 30
+            ? String(format: "%.1f MiB", Double(bytes) / Double(1 << 20))
+            : String(format: "%.1f GiB", Double(bytes) / Double(1 << 30))
     }
 
     /// A reader of `entry`'s bytes, inflated as they are read.
     public func reader(for entry: ZipEntry) throws -> ZipEntryReader {
         guard entry.flags & 1 == 0 else { throw ZipError.invalid("\(path): \(entry.name) is encrypted") }
         guard entry.method == 0 || entry.method == 8 else {
-            throw ZipError.invalid("\(path): \(entry.name) is compressed with method \(entry.method); only stored and deflated entries are read")
+            throw ZipError.invalid(
+                "\(path): \(entry.name) is compressed with method \(entry.method); only stored and deflated entries are read"
+            )
         }
-        guard entry.localHeaderOffset <= fileSize - min(fileSize, 30) else { throw Self.broken(path, "\(entry.name) starts past the end of the file") }
+        guard entry.localHeaderOffset <= fileSize - min(fileSize, 30) else {
+            throw Self.broken(path, "\(entry.name) starts past the end of the file")
+        }
         let header = try source.read(at: entry.localHeaderOffset, count: 30)
-        guard header.count == 30, header.le32(0) == 0x0403_4b50 else { throw Self.broken(path, "\(entry.name) has no local header") }
+        guard header.count == 30, header.le32(0) == 0x0403_4b50 else {
+            throw Self.broken(path, "\(entry.name) has no local header")
+        }
         let dataStart = entry.localHeaderOffset + 30 + UInt64(header.le16(26)) + UInt64(header.le16(28))
         guard dataStart <= fileSize, entry.compressedSize <= fileSize - dataStart else {
             throw Self.broken(path, "\(entry.name)'s data lies past the end of the file (truncated?)")
@@ -276,7 +295,9 @@ public final class ZipEntryReader {
     /// The entry's declared (and checked) size.
     public var size: UInt64 { entry.size }
 
-    private func fail(_ reason: String) -> ZipError { ZipError.invalid("\(path): \(entry.name) \(reason); nothing was imported") }
+    private func fail(_ reason: String) -> ZipError {
+        ZipError.invalid("\(path): \(entry.name) \(reason); nothing was imported")
+    }
 
     /// Up to `count` more bytes of the entry; empty at its end.
     public func read(upTo count: Int) throws -> Data {
@@ -327,12 +348,18 @@ public final class ZipEntryReader {
             }
         }
         produced += UInt64(filled)
-        guard produced <= entry.size else { throw fail("inflates past the \(entry.size) bytes its directory declared (a zip bomb?)") }
+        guard produced <= entry.size else {
+            throw fail("inflates past the \(entry.size) bytes its directory declared (a zip bomb?)")
+        }
         // (crc32 with no buffer answers its initial value, not `crc`: only call it with bytes.)
         if filled > 0 { crc = output.withUnsafeBufferPointer { crc32(crc, $0.baseAddress, UInt32(filled)) } }
         if finished {
-            guard produced == entry.size else { throw fail("holds \(produced) bytes, not the \(entry.size) its directory declared") }
-            guard UInt32(truncatingIfNeeded: crc) == entry.crc32 else { throw fail("fails its CRC-32 check (damaged?)") }
+            guard produced == entry.size else {
+                throw fail("holds \(produced) bytes, not the \(entry.size) its directory declared")
+            }
+            guard UInt32(truncatingIfNeeded: crc) == entry.crc32 else {
+                throw fail("fails its CRC-32 check (damaged?)")
+            }
         }
         return Data(output[0..<filled])
     }

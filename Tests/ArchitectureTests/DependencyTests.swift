@@ -6,7 +6,8 @@ import Testing
 /// linking libtorch).
 @Suite struct DependencyTests {
     /// The package's root folder.
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     /// A target as `swift package dump-package` describes it.
     struct Target: Sendable {
@@ -23,7 +24,9 @@ import Testing
         // A scratch path of its own: the default .build is locked by the `swift test` running this.
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("architecture-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
-        process.arguments = ["swift", "package", "--package-path", root.path, "--scratch-path", scratch.path, "dump-package"]
+        process.arguments = [
+            "swift", "package", "--package-path", root.path, "--scratch-path", scratch.path, "dump-package",
+        ]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -81,12 +84,14 @@ import Testing
 
     /// The runtime layers know no domain: a service's proto never rebuilds them.
     @Test(arguments: [
-        "Schema", "RPCWire", "RPC", "Transport", "TCP", "TLSStreams", "ServerSeam", "ServerCore", "Framing", "Connect", "HTTP", "ServiceKit",
+        "Schema", "RPCWire", "RPC", "Transport", "TCP", "TLSStreams", "ServerSeam", "ServerCore", "Framing", "Connect",
+        "HTTP", "ServiceKit",
         "Storage", "WorkLane", "Base", "Jobs",
     ])
     func aRuntimeLayerLinksNoDomain(layer: String) {
         let linked = Self.closure(of: layer)
-        let domains = linked.filter { name in Self.services.contains { name.hasPrefix($0) } || name.hasPrefix("JobsAPI") }
+        let domains = linked.filter { name in Self.services.contains { name.hasPrefix($0) } || name.hasPrefix("JobsAPI")
+        }
         #expect(domains.isEmpty, "\(layer) links \(domains.sorted())")
         #expect(Self.graph[layer] != nil)
     }
@@ -95,7 +100,9 @@ import Testing
     @Test(arguments: services)
     func aCoreKnowsNoRPC(service: String) {
         let linked = Self.closure(of: service + "Core")
-        let rpc = linked.filter { ["RPC", "RPCWire", "Schema", "Transport", "ServiceKit"].contains($0) || $0.hasSuffix("API") }
+        let rpc = linked.filter {
+            ["RPC", "RPCWire", "Schema", "Transport", "ServiceKit"].contains($0) || $0.hasSuffix("API")
+        }
         #expect(rpc.isEmpty, "\(service)Core links \(rpc.sorted())")
     }
 
@@ -103,7 +110,9 @@ import Testing
     /// process that links it ~0.9 s at start).
     @Test func theGatewayLinksNoServer() {
         let linked = Self.closure(of: "gateway")
-        let servers = linked.filter { $0.hasSuffix("Service") || $0 == "ServiceKit" || $0.hasPrefix("Torch") || $0 == "TextRecognition" }
+        let servers = linked.filter {
+            $0.hasSuffix("Service") || $0 == "ServiceKit" || $0.hasPrefix("Torch") || $0 == "TextRecognition"
+        }
         #expect(servers.isEmpty, "gateway links \(servers.sorted())")
     }
 
@@ -122,7 +131,9 @@ import Testing
     /// The server core serves calls whatever protocol brought them: it links none, nor what they parse with.
     @Test func theServerCoreLinksNoProtocol() {
         #expect(Self.graph["ServerCore"] != nil, "ServerCore is missing from Package.swift")
-        let linked = Self.closure(of: "ServerCore").filter { (Self.protocolModules + ["Transport", "HTTP", "TLS"]).contains($0) }
+        let linked = Self.closure(of: "ServerCore").filter {
+            (Self.protocolModules + ["Transport", "HTTP", "TLS"]).contains($0)
+        }
         #expect(linked.isEmpty, "ServerCore links \(linked.sorted())")
     }
 
@@ -138,10 +149,14 @@ import Testing
         #expect(shared.count > 10, "no Shared targets found")
         for target in shared {
             let folder = Self.root.appendingPathComponent(target.path)
-            guard let files = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil) else { continue }
+            guard let files = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil) else {
+                continue
+            }
             var lines = 0
             for case let file as URL in files where file.pathExtension == "swift" {
-                lines += try String(contentsOf: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).count
+                lines += try String(contentsOf: file, encoding: .utf8).split(
+                    separator: "\n", omittingEmptySubsequences: false
+                ).count
             }
             #expect(lines <= 3000, "\(target.name) (\(target.path)) has \(lines) lines of Swift")
         }
@@ -184,8 +199,13 @@ import Testing
     /// source reads that variable or holds the test dqlite node.
     @Test func noProductionSourceChoosesTheTestBackend() throws {
         for folder in ["Shared", "Services"] {
-            guard let files = FileManager.default.enumerator(at: Self.root.appendingPathComponent(folder), includingPropertiesForKeys: nil)
-            else { Issue.record("no \(folder) folder"); continue }
+            guard
+                let files = FileManager.default.enumerator(
+                    at: Self.root.appendingPathComponent(folder), includingPropertiesForKeys: nil)
+            else {
+                Issue.record("no \(folder) folder")
+                continue
+            }
             for case let file as URL in files where file.pathExtension == "swift" {
                 let text = try String(contentsOf: file, encoding: .utf8)
                 for marker in ["MENAGERIE_STORAGE_BACKEND", "TestCluster"] {

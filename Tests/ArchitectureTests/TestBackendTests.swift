@@ -18,7 +18,9 @@ import Testing
             for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
             where line.contains("Store.inMemory(") {
                 checked += 1
-                #expect(line.contains("using:"), "\(file.lastPathComponent):\(number + 1) opens a store without choosing its backend")
+                #expect(
+                    line.contains("using:"),
+                    "\(file.lastPathComponent):\(number + 1) opens a store without choosing its backend")
             }
         }
         #expect(checked > 50, "found only \(checked) stores opened in the tests")

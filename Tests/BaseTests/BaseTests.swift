@@ -29,13 +29,16 @@ import Testing
 
 @Suite struct UpwardSearchTests {
     @Test func candidatesClimbFromEachStartToBelowTheRoot() {
-        let candidates = UpwardSearch.candidates("x/y", from: [URL(fileURLWithPath: "/a/b"), URL(fileURLWithPath: "/c")])
+        let candidates = UpwardSearch.candidates(
+            "x/y", from: [URL(fileURLWithPath: "/a/b"), URL(fileURLWithPath: "/c")])
         #expect(candidates.map(\.path) == ["/a/b/x/y", "/a/x/y", "/c/x/y"])
     }
 
     @Test func findsTheSourceTreeAboveTheTestExecutable() throws {
         let found = try #require(UpwardSearch.find("compose/services.conf"))
-        #expect(FileManager.default.fileExists(atPath: found.deletingLastPathComponent().appendingPathComponent("compose").path))
+        #expect(
+            FileManager.default.fileExists(
+                atPath: found.deletingLastPathComponent().appendingPathComponent("compose").path))
         #expect(UpwardSearch.find("no/such/file-\(UUID().uuidString)") == nil)
     }
 }
@@ -43,7 +46,8 @@ import Testing
 @Suite struct LogSanitizingTests {
     @Test func controlCharactersFromClientsCannotForgeOrGarbleLogLines() {
         let forged = "/menagerie.zoo.v1.Zoo/Search\n2026-11-22T10:00:00.000Z info zoo: started"
-        #expect(Logger.sanitized(forged) == #"/menagerie.zoo.v1.Zoo/Search\n2026-11-22T10:00:00.000Z info zoo: started"#)
+        #expect(
+            Logger.sanitized(forged) == #"/menagerie.zoo.v1.Zoo/Search\n2026-11-22T10:00:00.000Z info zoo: started"#)
         #expect(Logger.sanitized("zel\0xyz\r\t\u{1B}[31m\u{7F}\u{85}") == #"zel\u{0}xyz\r\t\u{1b}[31m\u{7f}\u{85}"#)
         // Printable text, diacritics and signs included, is written as it is.
         #expect(Logger.sanitized("želva § ① 🐢") == "želva § ① 🐢")
@@ -59,23 +63,30 @@ import Testing
 
 /// `--log-format` (issue 9, #10): logfmt and JSON lines, each one line whatever the message quotes.
 @Suite struct LogFormatTests {
-    static let hostile = "/menagerie.zoo.v1.Zoo/Search\n{\"ts\":\"forged\"} \"quoted\" back\\slash zel\0xyz \u{1B}[31m\u{2028}ž"
+    static let hostile =
+        "/menagerie.zoo.v1.Zoo/Search\n{\"ts\":\"forged\"} \"quoted\" back\\slash zel\0xyz \u{1B}[31m\u{2028}ž"
 
     @Test func formatsAreNamedAsTheFlagTakesThem() {
         #expect(LogFormat.allCases.map(\.name) == ["text", "logfmt", "json"])
-        #expect(LogFormat(name: "JSON") == .json && LogFormat(name: "logfmt") == .logfmt && LogFormat(name: "xml") == nil)
+        #expect(
+            LogFormat(name: "JSON") == .json && LogFormat(name: "logfmt") == .logfmt && LogFormat(name: "xml") == nil)
     }
 
     @Test func jsonLinesDecodeToTheMessageAsLogged() throws {
-        let line = Logger.line(timestamp: "2026-11-22T10:00:00.000Z", level: .warning, label: "zoo", message: Self.hostile, format: .json)
+        let line = Logger.line(
+            timestamp: "2026-11-22T10:00:00.000Z", level: .warning, label: "zoo", message: Self.hostile, format: .json)
         #expect(line.hasSuffix("}\n") && line.dropLast().firstIndex(of: "\n") == nil)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String])
-        #expect(object == ["ts": "2026-11-22T10:00:00.000Z", "level": "warning", "service": "zoo", "msg": Self.hostile])
+        #expect(
+            object == ["ts": "2026-11-22T10:00:00.000Z", "level": "warning", "service": "zoo", "msg": Self.hostile])
     }
 
     @Test func logfmtQuotesAndEscapesTheMessage() {
         let line = Logger.line(timestamp: "T", level: .info, label: "zoo", message: Self.hostile, format: .logfmt)
-        #expect(line == #"ts=T level=info service="zoo" msg="/menagerie.zoo.v1.Zoo/Search\n{\"ts\":\"forged\"} \"quoted\" back\\slash zel\u{0}xyz \u{1b}[31m\u{2028}ž""# + "\n")
+        #expect(
+            line
+                == #"ts=T level=info service="zoo" msg="/menagerie.zoo.v1.Zoo/Search\n{\"ts\":\"forged\"} \"quoted\" back\\slash zel\u{0}xyz \u{1b}[31m\u{2028}ž""#
+                + "\n")
     }
 
     @Test func textStaysAsItWas() {

@@ -51,24 +51,35 @@ struct AbuseBenchmark {
             // Imported here, as the benchmark of the zoo does; the replica finds its database filled.
             try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
             let library = try ZooLibrary(path: dataDirectory.appendingPathComponent("zoo.sqlite").path)
-            try library.importFiles(ZooSourceFile.directory(ZooBenchmark.realData), source: ZooBenchmark.realData.path, trigger: .client)
+            try library.importFiles(
+                ZooSourceFile.directory(ZooBenchmark.realData), source: ZooBenchmark.realData.path, trigger: .client)
         }
         let zoo = Process()
         zoo.executableURL = binary
         // A short upload idle timeout so that issue 24's open uploads end within an attack's hold (only client
         // streams pace, which no other attack opens), and an admin token for the admin-only imports they call.
-        zoo.arguments = ["--port", "\(port)", "--data-dir", dataDirectory.path, "--log-level", "warning",
-                         "--upload-idle-timeout", String(Self.uploadIdleTimeout), "--loops", "\(serverLoops)"]
+        zoo.arguments = [
+            "--port", "\(port)", "--data-dir", dataDirectory.path, "--log-level", "warning",
+            "--upload-idle-timeout", String(Self.uploadIdleTimeout), "--loops", "\(serverLoops)",
+        ]
         zoo.environment = ProcessInfo.processInfo.environment.merging(["MENAGERIE_ADMIN_TOKEN": Self.adminToken]) { $1 }
         let certificates = tls ? try BenchCertificates() : nil
         defer { certificates?.remove() }
         var clientTLS: TLSCredentials?
         if let certificates {
-            zoo.arguments! += ["--tls-cert", certificates.server.certificate, "--tls-key", certificates.server.key, "--tls-ca", certificates.ca]
-            let client = try TLSCredentials.client(certificateFile: certificates.client.certificate, keyFile: certificates.client.key, caFile: certificates.ca)
-            let http = try TLSContext(role: .client, certificateFile: nil, keyFile: nil, caFile: certificates.ca, protocols: [TLSCredentials.httpProtocol])
+            zoo.arguments! += [
+                "--tls-cert", certificates.server.certificate, "--tls-key", certificates.server.key, "--tls-ca",
+                certificates.ca,
+            ]
+            let client = try TLSCredentials.client(
+                certificateFile: certificates.client.certificate, keyFile: certificates.client.key,
+                caFile: certificates.ca)
+            let http = try TLSContext(
+                role: .client, certificateFile: nil, keyFile: nil, caFile: certificates.ca,
+                protocols: [TLSCredentials.httpProtocol])
             let anonymous = try TLSContext(
-                role: .client, certificateFile: nil, keyFile: nil, caFile: certificates.ca, protocols: [TLSCredentials.binaryProtocol])
+                role: .client, certificateFile: nil, keyFile: nil, caFile: certificates.ca,
+                protocols: [TLSCredentials.binaryProtocol])
             AttackSocket.tls.withLock { $0 = .init(binary: client.context, http: http, anonymous: anonymous) }
             clientTLS = client
         }
@@ -95,17 +106,22 @@ struct AbuseBenchmark {
         let started = ContinuousClock.now
         while Probe.health(port: port) == nil {
             guard zoo.isRunning, ContinuousClock.now - started < .seconds(300) else {
-                print("Abuse benchmark: the zoo did not start serving; its log:\n" + ((try? String(contentsOf: log, encoding: .utf8)) ?? ""))
+                print(
+                    "Abuse benchmark: the zoo did not start serving; its log:\n"
+                        + ((try? String(contentsOf: log, encoding: .utf8)) ?? ""))
                 return
             }
             try await Task.sleep(for: .milliseconds(200))
         }
-        let client = RPCClient(transports: [try TCPClientTransport(endpoint: "127.0.0.1:\(port)", tls: clientTLS)], retry: .init(maxAttempts: 1))
+        let client = RPCClient(
+            transports: [try TCPClientTransport(endpoint: "127.0.0.1:\(port)", tls: clientTLS)],
+            retry: .init(maxAttempts: 1))
         defer { client.close() }
-        print("Abuse benchmark: zoo pid \(pid) on 127.0.0.1:\(port) with \(realData ? "the real data" : "its sample data"), scale \(scale), "
-              + "\(holdSeconds) s per attack, \(ProcessInfo.processInfo.activeProcessorCount) cores, the replica on \(serverLoops) loop(s)"
-              + (tls ? "; TLS only (mutual TLS on the binary protocol): every attack and probe handshakes first" : "")
-              + (zooCPUs.map { "; the zoo pinned to CPUs \($0) (MENAGERIE_ABUSE_ZOO_CPUS)" } ?? ""))
+        print(
+            "Abuse benchmark: zoo pid \(pid) on 127.0.0.1:\(port) with \(realData ? "the real data" : "its sample data"), scale \(scale), "
+                + "\(holdSeconds) s per attack, \(ProcessInfo.processInfo.activeProcessorCount) cores, the replica on \(serverLoops) loop(s)"
+                + (tls ? "; TLS only (mutual TLS on the binary protocol): every attack and probe handshakes first" : "")
+                + (zooCPUs.map { "; the zoo pinned to CPUs \($0) (MENAGERIE_ABUSE_ZOO_CPUS)" } ?? ""))
 
         // Unloaded figures, measured the same way as under attack.
         let quiet = Probes(port: port, client: client)
@@ -114,21 +130,28 @@ struct AbuseBenchmark {
         let unloaded = await quiet.stop()
         let baseRSS = Memory.read(pid).rss
         let rssGoal = baseRSS + Self.memoryBudget + Self.smallFrameBound
-        print(String(format: "unloaded: health p50 %.2f ms p99 %.2f ms max %.2f ms (%d probes), search p50 %.2f ms p95 %.2f ms p99 %.2f ms max %.2f ms (%d)",
-                     unloaded.health.p50 * 1000, unloaded.health.p99 * 1000, unloaded.health.max * 1000, unloaded.health.samples.count,
-                     unloaded.search.p50 * 1000, unloaded.search.p95 * 1000, unloaded.search.p99 * 1000, unloaded.search.max * 1000,
-                     unloaded.search.samples.count)
-              + "; RSS \(Memory.mib(baseRSS)); RSS goal: \(Memory.mib(baseRSS)) + \(Memory.mib(Self.memoryBudget)) budget + "
-              + "\(Memory.mib(Self.smallFrameBound)) of small frames = \(Memory.mib(rssGoal))")
+        print(
+            String(
+                format:
+                    "unloaded: health p50 %.2f ms p99 %.2f ms max %.2f ms (%d probes), search p50 %.2f ms p95 %.2f ms p99 %.2f ms max %.2f ms (%d)",
+                unloaded.health.p50 * 1000, unloaded.health.p99 * 1000, unloaded.health.max * 1000,
+                unloaded.health.samples.count,
+                unloaded.search.p50 * 1000, unloaded.search.p95 * 1000, unloaded.search.p99 * 1000,
+                unloaded.search.max * 1000,
+                unloaded.search.samples.count)
+                + "; RSS \(Memory.mib(baseRSS)); RSS goal: \(Memory.mib(baseRSS)) + \(Memory.mib(Self.memoryBudget)) budget + "
+                + "\(Memory.mib(Self.smallFrameBound)) of small frames = \(Memory.mib(rssGoal))")
         let searchGoal = max(unloaded.search.p50, 0.0001) * 10
 
         var rows: [[String]] = []
         var failures: [String] = []
         var cpuRows: [[String]] = []
-        for attack in attacks(port: port) where only.map({ names in names.contains { attack.name.contains($0) } }) ?? true {
+        for attack in attacks(port: port)
+        where only.map({ names in names.contains { attack.name.contains($0) } }) ?? true {
             Memory.resetPeak(pid)
             let before = await Self.serverFigures(client: client)
-            let zooCPUBefore = ThreadCPU.read(pid), benchCPUBefore = processCPUSeconds(), machineBefore = ThreadCPU.machineBusySeconds()
+            let zooCPUBefore = ThreadCPU.read(pid), benchCPUBefore = processCPUSeconds(),
+                machineBefore = ThreadCPU.machineBusySeconds()
             let probes = Probes(port: port, client: client)
             probes.start()
             let began = ContinuousClock.now
@@ -147,7 +170,8 @@ struct AbuseBenchmark {
             let figures = await probes.stop()
             let zooCPU = ThreadCPU.read(pid).since(zooCPUBefore), benchCPU = processCPUSeconds() - benchCPUBefore
             let machine = ThreadCPU.machineBusySeconds()
-            let othersCPU = machine.busy - machineBefore.busy - zooCPU.total - benchCPU, steal = machine.steal - machineBefore.steal
+            let othersCPU = machine.busy - machineBefore.busy - zooCPU.total - benchCPU,
+                steal = machine.steal - machineBefore.steal
             let after = await Self.serverFigures(client: client)
             let exports = after.exports - before.exports
             let longTurns = zip(after.loop?.turnsOver ?? [], before.loop?.turnsOver ?? []).map { $0 - $1 }
@@ -165,23 +189,34 @@ struct AbuseBenchmark {
             if !missed.isEmpty { failures.append("\(attack.name): \(missed.joined(separator: ", ")) not met") }
             rows.append([
                 attack.name, alive ? "yes (pid \(pid))" : "NO",
-                String(format: "%.1f / %.1f", figures.health.p50 * 1000, figures.health.max * 1000) + (figures.health.failures > 0 ? " (\(figures.health.failures) failed)" : ""),
-                String(format: "%.1f / %.1f / %.1f / %.1f", figures.search.p50 * 1000, figures.search.p95 * 1000, figures.search.p99 * 1000, figures.search.max * 1000)
+                String(format: "%.1f / %.1f", figures.health.p50 * 1000, figures.health.max * 1000)
+                    + (figures.health.failures > 0 ? " (\(figures.health.failures) failed)" : ""),
+                String(
+                    format: "%.1f / %.1f / %.1f / %.1f", figures.search.p50 * 1000, figures.search.p95 * 1000,
+                    figures.search.p99 * 1000, figures.search.max * 1000)
                     + (figures.search.failures > 0 ? " (\(figures.search.failures) failed)" : ""),
                 // Not a verdict (the goal's is above): the same statistic under attack and unloaded.
-                [("p50", figures.search.p50, unloaded.search.p50), ("p95", figures.search.p95, unloaded.search.p95),
-                 ("max", figures.search.max, unloaded.search.max)]
-                    .map { "\($0.0) " + ($0.1 <= 10 * $0.2 ? "ok" : "NO") }.joined(separator: ", "),
+                [
+                    ("p50", figures.search.p50, unloaded.search.p50), ("p95", figures.search.p95, unloaded.search.p95),
+                    ("max", figures.search.max, unloaded.search.max),
+                ]
+                .map { "\($0.0) " + ($0.1 <= 10 * $0.2 ? "ok" : "NO") }.joined(separator: ", "),
                 Memory.mib(peak), "\(lost)", missed.isEmpty ? "all met" : "NOT met: " + missed.joined(separator: ", "),
                 String(format: "%.1f s", (ContinuousClock.now - began).seconds) + "; " + outcome.note
                     + (figures.search.firstFailure.map { "; a search failed: \($0)" } ?? ""),
             ])
             let elapsed = (ContinuousClock.now - began).seconds
             cpuRows.append([
-                attack.name, String(format: "%.1f s", elapsed), String(format: "%.2f", zooCPU.total), ThreadCPU.describe(zooCPU.byName),
+                attack.name, String(format: "%.1f s", elapsed), String(format: "%.2f", zooCPU.total),
+                ThreadCPU.describe(zooCPU.byName),
                 String(format: "%.2f", benchCPU), String(format: "%.2f / %.2f", max(0, othersCPU), steal), "\(exports)",
-                longTurns.isEmpty ? "?" : longTurns.map(String.init).joined(separator: " / ")
-                    + (after.loop.map { $0.longestMilliseconds > before.loop?.longestMilliseconds ?? 0 ? String(format: " (%.0f ms)", $0.longestMilliseconds) : "" } ?? ""),
+                longTurns.isEmpty
+                    ? "?"
+                    : longTurns.map(String.init).joined(separator: " / ")
+                        + (after.loop.map {
+                            $0.longestMilliseconds > before.loop?.longestMilliseconds ?? 0
+                                ? String(format: " (%.0f ms)", $0.longestMilliseconds) : ""
+                        } ?? ""),
                 String(format: "%.2f", zooCPU.waited(named: "zoo-loop")),
                 [("health", figures.health), ("search", figures.search)].compactMap { name, figures in
                     figures.slowest.map { name + String(format: " %.0f ms at +%.1f s", $0.took * 1000, $0.at) }
@@ -190,20 +225,36 @@ struct AbuseBenchmark {
             guard alive else { break }
             try await Task.sleep(for: .milliseconds(300))  // let the server close what the attack left
         }
-        print(String(format: "goals: health max ≤ %.0f ms; search max ≤ 10 × unloaded p50 = %.2f ms", Self.healthGoal * 1000, searchGoal * 1000)
-              + " (\"search ≤ 10× same stat\" compares like with like, each figure with 10 × the unloaded one: informational)"
-              + "; peak RSS ≤ \(Memory.mib(rssGoal)); nothing lost")
-        printTable(["attack", "alive", "health p50/max ms", "search p50/p95/p99/max ms", "search ≤ 10× same stat", "peak RSS", "lost", "verdict", "notes"], rows)
-        print("where the time went (CPU seconds during each attack; the zoo's by thread name, the benchmark's = attacker + probes, "
-              + "others' = the rest of the machine's busy time, steal = time the hypervisor ran other machines instead; "
-              + "zoo loop turns: how many turns of its event loops ran over 1 / 10 / 100 ms, each one a stall that every client of that loop felt, "
-              + "with the longest turn so far when this attack made it; zoo loop waited = seconds its loop threads were runnable but "
-              + "had no CPU, which long turns include):")
-        printTable(["attack", "took", "zoo CPU s", "zoo by thread", "bench CPU s", "others' CPU / steal s", "exports answered",
-                    "zoo loop turns > 1/10/100 ms", "zoo loop waited s", "slowest probes"], cpuRows)
-        print(failures.isEmpty ? "every goal met under every attack" : "goals not met:\n  " + failures.joined(separator: "\n  "))
+        print(
+            String(
+                format: "goals: health max ≤ %.0f ms; search max ≤ 10 × unloaded p50 = %.2f ms", Self.healthGoal * 1000,
+                searchGoal * 1000)
+                + " (\"search ≤ 10× same stat\" compares like with like, each figure with 10 × the unloaded one: informational)"
+                + "; peak RSS ≤ \(Memory.mib(rssGoal)); nothing lost")
+        printTable(
+            [
+                "attack", "alive", "health p50/max ms", "search p50/p95/p99/max ms", "search ≤ 10× same stat",
+                "peak RSS", "lost", "verdict", "notes",
+            ], rows)
+        print(
+            "where the time went (CPU seconds during each attack; the zoo's by thread name, the benchmark's = attacker + probes, "
+                + "others' = the rest of the machine's busy time, steal = time the hypervisor ran other machines instead; "
+                + "zoo loop turns: how many turns of its event loops ran over 1 / 10 / 100 ms, each one a stall that every client of that loop felt, "
+                + "with the longest turn so far when this attack made it; zoo loop waited = seconds its loop threads were runnable but "
+                + "had no CPU, which long turns include):")
+        printTable(
+            [
+                "attack", "took", "zoo CPU s", "zoo by thread", "bench CPU s", "others' CPU / steal s",
+                "exports answered",
+                "zoo loop turns > 1/10/100 ms", "zoo loop waited s", "slowest probes",
+            ], cpuRows)
+        print(
+            failures.isEmpty
+                ? "every goal met under every attack" : "goals not met:\n  " + failures.joined(separator: "\n  "))
         let warnings = ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n")
-        print("the zoo logged \(warnings.count) lines at warning level or above\(warnings.isEmpty ? "" : ", the last: \(warnings.last!)")")
+        print(
+            "the zoo logged \(warnings.count) lines at warning level or above\(warnings.isEmpty ? "" : ", the last: \(warnings.last!)")"
+        )
     }
 
     // MARK: The attacks
@@ -255,19 +306,26 @@ struct AbuseBenchmark {
                 for socket in sockets {
                     var seen = 0
                     while seen < unreadCalls, let frame = socket.readFrame() {
-                        if frame.callID == 0 { closedWithStatus += 1; break }
+                        if frame.callID == 0 {
+                            closedWithStatus += 1
+                            break
+                        }
                         if frame.kind == .status { seen += 1 }
                     }
                     answers += seen
                     // Every call answered, or the connection closed with its reason (the memory budget).
                     if seen < unreadCalls && !socket.sawConnectionStatus { lost += 1 }
                 }
-                return (lost, "\(answers) of \(unreadConnections * unreadCalls) answers read, \(closedWithStatus) connections closed with a status")
+                return (
+                    lost,
+                    "\(answers) of \(unreadConnections * unreadCalls) answers read, \(closedWithStatus) connections closed with a status"
+                )
             },
             Attack(name: "almost complete 16 MiB frames") {
                 let size = FrameCodec.defaultMaxFrameSize - 16
                 let done = Tally()
-                let sockets = (0..<largeFrames).compactMap { _ in AttackSocket(port: port, timeout: 0.2, sendTimeout: 5) }
+                let sockets = (0..<largeFrames).compactMap { _ in AttackSocket(port: port, timeout: 0.2, sendTimeout: 5)
+                }
                 let group = DispatchGroup()
                 for socket in sockets {
                     group.enter()
@@ -285,8 +343,12 @@ struct AbuseBenchmark {
                 }
                 group.wait()
                 Thread.sleep(forTimeInterval: hold)
-                let refused = sockets.filter { $0.drainForConnectionStatus() == StatusCode.resourceExhausted.rawValue }.count
-                return (0, "\(sockets.count) connections, \(done.value.load(ordering: .relaxed)) sent all but the last KiB, \(refused) told RESOURCE_EXHAUSTED")
+                let refused = sockets.filter { $0.drainForConnectionStatus() == StatusCode.resourceExhausted.rawValue }
+                    .count
+                return (
+                    0,
+                    "\(sockets.count) connections, \(done.value.load(ordering: .relaxed)) sent all but the last KiB, \(refused) told RESOURCE_EXHAUSTED"
+                )
             },
             Attack(name: "idle sockets, per-peer and process limit") {
                 // Over the per-peer limit from 127.0.0.1, and past the process limit from other addresses;
@@ -317,26 +379,40 @@ struct AbuseBenchmark {
                 var lost = 0
                 let kinds = garbage
                 for index in 0..<kinds {
-                    guard let socket = AttackSocket(port: port, timeout: 5) else { lost += 1; continue }
+                    guard let socket = AttackSocket(port: port, timeout: 5) else {
+                        lost += 1
+                        continue
+                    }
                     switch index % 4 {
                     case 0: socket.write([0xFF] + (0..<1024).map { _ in UInt8.random(in: 0...255) })  // bad flag byte
                     case 1: socket.write([0, 0xFF, 0xFF, 0xFF, 0xFF])  // a 4 GiB frame
                     case 2: socket.write([0, 0, 0, 0, 0])  // zero-length frame
-                    default: socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: RpcV1.FrameKind(rawValue: 42)).serializedBytes()))
+                    default:
+                        socket.write(
+                            FrameCodec.encode(
+                                RpcV1.Frame(callID: 1, kind: RpcV1.FrameKind(rawValue: 42)).serializedBytes()))
                     }
                     if socket.drainForConnectionStatus() == nil { lost += 1 }
                 }
                 // A well-formed health check written one byte at a time is answered.
                 let byByte = count(20, minimum: 3)
                 for _ in 0..<byByte {
-                    guard let socket = AttackSocket(port: port, timeout: 5) else { lost += 1; continue }
-                    for byte in Frames.request(id: 1, method: RpcV1.Health.check.path, payload: RpcV1.HealthCheckRequest().serializedBytes()) {
+                    guard let socket = AttackSocket(port: port, timeout: 5) else {
+                        lost += 1
+                        continue
+                    }
+                    for byte in Frames.request(
+                        id: 1, method: RpcV1.Health.check.path, payload: RpcV1.HealthCheckRequest().serializedBytes())
+                    {
                         socket.write([byte])
                         usleep(200)
                     }
                     if socket.readFrame()?.statusCode != 0 { lost += 1 }
                 }
-                return (lost, "\(kinds) garbage connections each expected to get a call-id-0 status, \(byByte) byte-by-byte health checks")
+                return (
+                    lost,
+                    "\(kinds) garbage connections each expected to get a call-id-0 status, \(byByte) byte-by-byte health checks"
+                )
             },
             Attack(name: "NUL in method, metadata, search", repeats: true) {
                 guard let socket = AttackSocket(port: port, timeout: 10) else { return (1, "could not connect") }
@@ -352,8 +428,14 @@ struct AbuseBenchmark {
                 for (index, id) in ids.enumerated() {
                     switch index % 3 {
                     case 0: bytes += Frames.withNUL(Frames.request(id: id, method: search + "~junk"))
-                    case 1: bytes += Frames.withNUL(Frames.request(id: id, method: search, metadata: [RpcV1.MetadataEntry(key: "k", value: "v~w")]))
-                    default: bytes += Frames.request(id: id, method: search, payload: Frames.withNUL(ZooV1.SearchAnimalsRequest(text: "zel~xyz").serializedBytes()))
+                    case 1:
+                        bytes += Frames.withNUL(
+                            Frames.request(
+                                id: id, method: search, metadata: [RpcV1.MetadataEntry(key: "k", value: "v~w")]))
+                    default:
+                        bytes += Frames.request(
+                            id: id, method: search,
+                            payload: Frames.withNUL(ZooV1.SearchAnimalsRequest(text: "zel~xyz").serializedBytes()))
                     }
                 }
                 socket.write(bytes)
@@ -363,21 +445,34 @@ struct AbuseBenchmark {
                     if frame.statusCode == StatusCode.invalidArgument.rawValue { invalid += 1 } else { other += 1 }
                 }
                 // The connection stays open.
-                socket.write(Frames.request(id: id + 1, method: RpcV1.Health.check.path, payload: RpcV1.HealthCheckRequest().serializedBytes()))
+                socket.write(
+                    Frames.request(
+                        id: id + 1, method: RpcV1.Health.check.path,
+                        payload: RpcV1.HealthCheckRequest().serializedBytes()))
                 let after = socket.readFrame()?.statusCode == 0
-                return (ids.count - invalid + (after ? 0 : 1), "\(invalid) of \(ids.count) INVALID_ARGUMENT, \(other) other, connection \(after ? "still serves" : "LOST")")
+                return (
+                    ids.count - invalid + (after ? 0 : 1),
+                    "\(invalid) of \(ids.count) INVALID_ARGUMENT, \(other) other, connection \(after ? "still serves" : "LOST")"
+                )
             },
             Attack(name: "reused call ids", repeats: true) {
                 var told = 0
                 let sockets = (0..<reused).compactMap { _ in AttackSocket(port: port, timeout: 10) }
-                for socket in sockets { socket.write(Frames.request(id: 7, method: export) + Frames.request(id: 7, method: export)) }
+                for socket in sockets {
+                    socket.write(Frames.request(id: 7, method: export) + Frames.request(id: 7, method: export))
+                }
                 for socket in sockets {
                     // Exactly one frame: the connection's INTERNAL status; the first call is not answered under id 7.
-                    if let frame = socket.readFrame(), frame.callID == 0, frame.statusCode == StatusCode.internalError.rawValue, socket.readFrame() == nil {
+                    if let frame = socket.readFrame(), frame.callID == 0,
+                        frame.statusCode == StatusCode.internalError.rawValue, socket.readFrame() == nil
+                    {
                         told += 1
                     }
                 }
-                return (reused - told, "\(told) of \(reused) connections closed with INTERNAL and nothing under the reused id")
+                return (
+                    reused - told,
+                    "\(told) of \(reused) connections closed with INTERNAL and nothing under the reused id"
+                )
             },
         ] + httpAttacks(port: port) + jobAndUploadAttacks(port: port) + (tls ? tlsAttacks(port: port) : [])
     }
@@ -388,7 +483,9 @@ struct AbuseBenchmark {
         let hold = holdSeconds
         let authorization = RpcV1.MetadataEntry(key: "authorization", value: "Bearer \(Self.adminToken)")
         let uploads = count(1100, minimum: 50), jobs = min(100, count(100, minimum: 10))
-        let dataDirectory = FileManager.default.fileExists(atPath: ZooBenchmark.realData.path) ? ZooBenchmark.realData : ZooDataSet.bundledSampleDirectory
+        let dataDirectory =
+            FileManager.default.fileExists(atPath: ZooBenchmark.realData.path)
+            ? ZooBenchmark.realData : ZooDataSet.bundledSampleDirectory
         return [
             Attack(name: "open uploads") {
                 // ImportTiles client streams that send one small message and then nothing, from 127.0.0.1-5, past
@@ -406,11 +503,16 @@ struct AbuseBenchmark {
                 message.hasPayload = true
                 // The start of an MBTiles file (SQLite's header, which the handler checks first), then zeros: 1 KiB.
                 let start = Array("SQLite format 3\0".utf8)
-                message.payload = ZooV1.ImportTilesRequest(data: start + [UInt8](repeating: 0, count: 1024 - start.count)).serializedBytes()
+                message.payload = ZooV1.ImportTilesRequest(
+                    data: start + [UInt8](repeating: 0, count: 1024 - start.count)
+                ).serializedBytes()
                 let bytes = FrameCodec.encode(opening.serializedBytes()) + FrameCodec.encode(message.serializedBytes())
                 var sockets: [AttackSocket] = []
                 for index in 0..<uploads {
-                    guard let socket = AttackSocket(port: port, from: "127.0.0.\(1 + index % 5)", timeout: 0.01, sendTimeout: 5) else { continue }
+                    guard
+                        let socket = AttackSocket(
+                            port: port, from: "127.0.0.\(1 + index % 5)", timeout: 0.01, sendTimeout: 5)
+                    else { continue }
                     socket.write(bytes)
                     sockets.append(socket)
                 }
@@ -434,23 +536,33 @@ struct AbuseBenchmark {
                     case nil: if socket.peerClosed { closedUntold += 1 } else { hung += 1 }
                     }
                 }
-                return (hung + otherStatus + closedUntold, "\(sockets.count) of \(uploads) connected, uploads: \(ended) ended DEADLINE_EXCEEDED, \(refused) refused "
+                return (
+                    hung + otherStatus + closedUntold,
+                    "\(sockets.count) of \(uploads) connected, uploads: \(ended) ended DEADLINE_EXCEEDED, \(refused) refused "
                         + "RESOURCE_EXHAUSTED, \(reclaimed) connections closed to make room (with a status), \(hung) still open, "
                         + "\(closedUntold) closed untold"
-                        + (firstOther.map { ", \(otherStatus) other statuses, the first \($0)" } ?? ""))
+                        + (firstOther.map { ", \(otherStatus) other statuses, the first \($0)" } ?? "")
+                )
             },
             Attack(name: "job flood") {
                 // As many import jobs as one connection keeps open (100), pipelined, each carrying the lexicon: the
                 // replica accepts what its job bounds allow (--max-jobs-per-user) and refuses the rest at once.
-                guard let lexicon = try? Data(contentsOf: dataDirectory.appendingPathComponent("lexikon-zvirat.csv")) else {
+                guard let lexicon = try? Data(contentsOf: dataDirectory.appendingPathComponent("lexikon-zvirat.csv"))
+                else {
                     return (1, "no lexicon in \(dataDirectory.path)")
                 }
                 let request = ZooV1.ImportDataRequest(
-                    files: [ZooV1.ImportFile(kind: .lexiconCsv, name: "lexikon-zvirat.csv", content: Array(lexicon))], source: "abuse benchmark job flood")
+                    files: [ZooV1.ImportFile(kind: .lexiconCsv, name: "lexikon-zvirat.csv", content: Array(lexicon))],
+                    source: "abuse benchmark job flood")
                 let payload = request.serializedBytes()
                 let began = ContinuousClock.now
                 guard let socket = AttackSocket(port: port, timeout: 60) else { return (1, "could not connect") }
-                socket.write((1...jobs).flatMap { Frames.request(id: UInt64($0), method: ZooV1.Zoo.importData.path, payload: payload, metadata: [authorization]) })
+                socket.write(
+                    (1...jobs).flatMap {
+                        Frames.request(
+                            id: UInt64($0), method: ZooV1.Zoo.importData.path, payload: payload,
+                            metadata: [authorization])
+                    })
                 var accepted = 0, refused = 0, other = 0, answered = 0, laneFull = 0
                 var firstOther: String?, firstRefusal: String?
                 while answered < jobs, let frame = socket.readFrame() {
@@ -470,9 +582,12 @@ struct AbuseBenchmark {
                 // The probes go on for the hold while the accepted jobs run.
                 let left = hold - (ContinuousClock.now - began).seconds
                 if left > 0 { Thread.sleep(forTimeInterval: left) }
-                return (jobs - answered + other, "\(lexicon.count / 1024) KiB each; \(accepted) of \(jobs) jobs accepted, \(refused) RESOURCE_EXHAUSTED"
+                return (
+                    jobs - answered + other,
+                    "\(lexicon.count / 1024) KiB each; \(accepted) of \(jobs) jobs accepted, \(refused) RESOURCE_EXHAUSTED"
                         + (firstRefusal.map { " (\"\($0)\")" } ?? "") + ", \(laneFull) \"lane queue is full\""
-                        + (firstOther.map { ", \(other) other, the first \($0)" } ?? ""))
+                        + (firstOther.map { ", \(other) other, the first \($0)" } ?? "")
+                )
             },
         ]
     }
@@ -483,7 +598,8 @@ struct AbuseBenchmark {
     func tlsAttacks(port: Int) -> [Attack] {
         let hold = holdSeconds
         let halfway = count(200, minimum: 10), floodThreads = 4, strangers = count(50, minimum: 5)
-        let health = Frames.request(id: 1, method: RpcV1.Health.check.path, payload: RpcV1.HealthCheckRequest().serializedBytes())
+        let health = Frames.request(
+            id: 1, method: RpcV1.Health.check.path, payload: RpcV1.HealthCheckRequest().serializedBytes())
         let contexts = AttackSocket.tls.withLock { $0! }
         let binary = contexts.binary
         return [
@@ -492,14 +608,18 @@ struct AbuseBenchmark {
                 var sockets: [AttackSocket] = []
                 for _ in 0..<halfway {
                     guard let socket = AttackSocket(port: port, timeout: 0.05, tls: binary, handshake: false),
-                          let hello = socket.clientHello() else { continue }
+                        let hello = socket.clientHello()
+                    else { continue }
                     socket.sendRaw(Array(hello.prefix(hello.count / 2)))
                     sockets.append(socket)
                 }
                 Thread.sleep(forTimeInterval: hold)
                 let served = sockets.filter { $0.readFrame() != nil }.count
                 let closed = sockets.filter(\.peerClosed).count
-                return (served, "\(sockets.count) connections sent half a ClientHello and stalled; \(closed) closed by the replica within the hold, \(served) served")
+                return (
+                    served,
+                    "\(sockets.count) connections sent half a ClientHello and stalled; \(closed) closed by the replica within the hold, \(served) served"
+                )
             },
             Attack(name: "TLS handshake flood") {
                 // Full mutual-TLS handshakes, each on a new connection closed at once, from four threads for the hold.
@@ -521,19 +641,28 @@ struct AbuseBenchmark {
                 }
                 group.wait()
                 let handshakes = done.value.load(ordering: .relaxed), failures = failed.value.load(ordering: .relaxed)
-                return (0, String(format: "%d handshakes completed (%.0f a second), %d refused (the connection limit or the backlog)",
-                                  handshakes, Double(handshakes) / max(hold, 0.001), failures))
+                return (
+                    0,
+                    String(
+                        format:
+                            "%d handshakes completed (%.0f a second), %d refused (the connection limit or the backlog)",
+                        handshakes, Double(handshakes) / max(hold, 0.001), failures)
+                )
             },
             Attack(name: "plaintext and garbage to the TLS port", repeats: true) {
                 // Our frames in plaintext, and a TLS record header followed by garbage: closed, never served.
                 var served = 0
                 for index in 0..<strangers {
                     guard let socket = AttackSocket(port: port, timeout: 5, tls: nil) else { continue }
-                    socket.sendRaw(index % 2 == 0 ? health : [0x16, 0x03, 0x01, 0x00, 0x40] + [UInt8](repeating: 0x41, count: 64))
+                    socket.sendRaw(
+                        index % 2 == 0 ? health : [0x16, 0x03, 0x01, 0x00, 0x40] + [UInt8](repeating: 0x41, count: 64))
                     // A plaintext client is told why (an UNAUTHENTICATED status on call 0); only an answer to its call is service.
                     if let frame = socket.readFrame(), frame.callID == 1 { served += 1 }
                 }
-                return (served, "\(strangers) connections (plaintext health checks, garbage after a record header); \(served) served")
+                return (
+                    served,
+                    "\(strangers) connections (plaintext health checks, garbage after a record header); \(served) served"
+                )
             },
             Attack(name: "TLS without a client certificate", repeats: true) {
                 // ALPN names the binary protocol, whose replicas require a certificate: refused, never served.
@@ -543,7 +672,9 @@ struct AbuseBenchmark {
                     socket.write(health)
                     if let frame = socket.readFrame(), frame.kind == .status, frame.callID == 1 { served += 1 }
                 }
-                return (served, "\(strangers) connections offered no certificate on the binary protocol; \(served) served")
+                return (
+                    served, "\(strangers) connections offered no certificate on the binary protocol; \(served) served"
+                )
             },
         ]
     }
@@ -551,18 +682,23 @@ struct AbuseBenchmark {
     /// The same port's HTTP face (Connect and the zoo app's routes) under the same kinds of attack.
     func httpAttacks(port: Int) -> [Attack] {
         let hold = holdSeconds
-        let get = "GET /menagerie.zoo.v1.Zoo/ExportGeoJSON?connect=v1&encoding=json&message=%7B%7D HTTP/1.1\r\nHost: zoo\r\n\r\n"
+        let get =
+            "GET /menagerie.zoo.v1.Zoo/ExportGeoJSON?connect=v1&encoding=json&message=%7B%7D HTTP/1.1\r\nHost: zoo\r\n\r\n"
         let pipelined = count(1000, minimum: 50), unreadConnections = 4, unreadCalls = count(300, minimum: 20)
         let slow = count(200, minimum: 10), large = count(40, minimum: 4), malformed = count(50, minimum: 5)
         return [
             Attack(name: "HTTP pipelined GETs") {
-                guard let socket = AttackSocket(port: port, timeout: 60, http: true) else { return (1, "could not connect") }
+                guard let socket = AttackSocket(port: port, timeout: 60, http: true) else {
+                    return (1, "could not connect")
+                }
                 socket.write(Array(String(repeating: get, count: pipelined).utf8))
                 let (answers, ok) = socket.readHTTPStatuses(until: pipelined)
                 return (pipelined - answers, "\(answers) of \(pipelined) answered in order, \(ok) with 200")
             },
             Attack(name: "HTTP unread answers") {
-                let sockets = (0..<unreadConnections).compactMap { _ in AttackSocket(port: port, timeout: 10, http: true) }
+                let sockets = (0..<unreadConnections).compactMap { _ in
+                    AttackSocket(port: port, timeout: 10, http: true)
+                }
                 for socket in sockets { socket.write(Array(String(repeating: get, count: unreadCalls).utf8)) }
                 Thread.sleep(forTimeInterval: hold)
                 var answers = 0, lost = unreadConnections - sockets.count
@@ -575,26 +711,36 @@ struct AbuseBenchmark {
             },
             Attack(name: "HTTP slowloris headers") {
                 let sockets = (0..<slow).compactMap { _ in AttackSocket(port: port, timeout: 1, http: true) }
-                for socket in sockets { socket.write(Array("POST /menagerie.zoo.v1.Zoo/SearchAnimals HTTP/1.1\r\nHost: zoo\r\n".utf8)) }
+                for socket in sockets {
+                    socket.write(Array("POST /menagerie.zoo.v1.Zoo/SearchAnimals HTTP/1.1\r\nHost: zoo\r\n".utf8))
+                }
                 let end = Date().addingTimeInterval(hold)
                 var bytes = 0
                 while Date() < end {
                     for socket in sockets where socket.write(Array("X".utf8)) { bytes += 1 }
                     Thread.sleep(forTimeInterval: 0.2)
                 }
-                let closed = sockets.filter { $0.write(Array("X".utf8)) == false || $0.readHTTPStatuses(until: 1).answers == 1 }.count
-                return (0, "\(sockets.count) clients sent \(bytes) header bytes, one at a time; \(closed) closed or answered")
+                let closed = sockets.filter {
+                    $0.write(Array("X".utf8)) == false || $0.readHTTPStatuses(until: 1).answers == 1
+                }.count
+                return (
+                    0,
+                    "\(sockets.count) clients sent \(bytes) header bytes, one at a time; \(closed) closed or answered"
+                )
             },
             Attack(name: "HTTP almost complete 60 MiB bodies") {
                 let size = 60 << 20
-                let sockets = (0..<large).compactMap { _ in AttackSocket(port: port, timeout: 0.2, sendTimeout: 5, http: true) }
+                let sockets = (0..<large).compactMap { _ in
+                    AttackSocket(port: port, timeout: 0.2, sendTimeout: 5, http: true)
+                }
                 let done = Tally()
                 let group = DispatchGroup()
                 for socket in sockets {
                     group.enter()
                     Thread.detachNewThread {
                         defer { group.leave() }
-                        let head = "POST /menagerie.zoo.v1.Zoo/SearchAnimals HTTP/1.1\r\nHost: zoo\r\nContent-Type: application/proto\r\nContent-Length: \(size)\r\n\r\n"
+                        let head =
+                            "POST /menagerie.zoo.v1.Zoo/SearchAnimals HTTP/1.1\r\nHost: zoo\r\nContent-Type: application/proto\r\nContent-Length: \(size)\r\n\r\n"
                         guard socket.write(Array(head.utf8)) else { return }
                         let chunk = [UInt8](repeating: 0, count: 1 << 20)
                         var sent = 0
@@ -608,7 +754,10 @@ struct AbuseBenchmark {
                 group.wait()
                 Thread.sleep(forTimeInterval: hold)
                 let refused = sockets.filter { $0.readHTTPStatuses(until: 1).answers == 1 }.count
-                return (0, "\(sockets.count) connections, \(done.value.load(ordering: .relaxed)) sent all but the last KiB, \(refused) answered (503/413) before the end")
+                return (
+                    0,
+                    "\(sockets.count) connections, \(done.value.load(ordering: .relaxed)) sent all but the last KiB, \(refused) answered (503/413) before the end"
+                )
             },
             Attack(name: "HTTP malformed requests", repeats: true) {
                 let forms = [
@@ -620,7 +769,10 @@ struct AbuseBenchmark {
                 ]
                 var lost = 0
                 for index in 0..<malformed {
-                    guard let socket = AttackSocket(port: port, timeout: 5, http: true) else { lost += 1; continue }
+                    guard let socket = AttackSocket(port: port, timeout: 5, http: true) else {
+                        lost += 1
+                        continue
+                    }
                     socket.write(Array(forms[index % forms.count].utf8))
                     if socket.readHTTPStatuses(until: 1).answers != 1 { lost += 1 }
                 }
@@ -634,15 +786,19 @@ struct AbuseBenchmark {
     /// From the replica's Stats service: the exports it answered so far, whatever their status (0 when
     /// it does not say), and its event loop's turns.
     static func serverFigures(client: RPCClient) async -> (exports: Int, loop: LoopFigures?) {
-        let stats = try? await client.unary(RpcV1.Stats.getStats, RpcV1.GetStatsRequest(), options: CallOptions(timeout: .seconds(10)))
+        let stats = try? await client.unary(
+            RpcV1.Stats.getStats, RpcV1.GetStatsRequest(), options: CallOptions(timeout: .seconds(10)))
         let exports = Int(stats?.methods.first { $0.path == ZooV1.Zoo.exportGeoJSON.path }?.calls ?? 0)
-        return (exports, stats?.loop.map { loop in
-            var figures = LoopFigures()
-            figures.turns = loop.turns
-            figures.longestMilliseconds = loop.longestTurnMs
-            figures.turnsOver = [loop.turnsOver1ms, loop.turnsOver10ms, loop.turnsOver100ms]
-            return figures
-        })
+        return (
+            exports,
+            stats?.loop.map { loop in
+                var figures = LoopFigures()
+                figures.turns = loop.turns
+                figures.longestMilliseconds = loop.longestTurnMs
+                figures.turnsOver = [loop.turnsOver1ms, loop.turnsOver10ms, loop.turnsOver100ms]
+                return figures
+            }
+        )
     }
 
     /// Runs blocking work on a thread of its own (not the cooperative pool).
@@ -658,7 +814,9 @@ struct AbuseBenchmark {
         var address = AttackSocket.address("127.0.0.1", port: 0)
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+            }
         }
         guard bound else { throw POSIXError(.EADDRINUSE) }
         return Int(UInt16(bigEndian: address.sin_port))
@@ -680,14 +838,17 @@ struct ThreadCPU {
         let directory = "/proc/\(pid)/task"
         for tid in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
             guard let stat = try? String(contentsOfFile: "\(directory)/\(tid)/stat", encoding: .utf8),
-                  let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")") else { continue }
+                let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
+            else { continue }
             let name = String(stat[stat.index(after: open)..<close])
             // After the name: state is field 3; utime and stime are fields 14 and 15.
             let fields = stat[stat.index(after: close)...].split(separator: " ")
-            guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]), let id = Int(tid) else { continue }
+            guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]), let id = Int(tid)
+            else { continue }
             result.threads[id] = (name, (user + system) / ticks)
             if let schedstat = try? String(contentsOfFile: "\(directory)/\(tid)/schedstat", encoding: .utf8),
-               let nanoseconds = schedstat.split(separator: " ").dropFirst().first.flatMap({ Double($0) }) {
+                let nanoseconds = schedstat.split(separator: " ").dropFirst().first.flatMap({ Double($0) })
+            {
                 result.waited[id] = nanoseconds / 1e9
             }
         }
@@ -709,7 +870,10 @@ struct ThreadCPU {
 
     /// Seconds the threads named `name` (and `name` with a number: the replica's other loops) waited on a run queue, summed.
     func waited(named name: String) -> Double {
-        threads.filter { $0.value.name == name || ($0.value.name.hasPrefix(name) && $0.value.name.dropFirst(name.count).allSatisfy(\.isNumber)) }.keys.reduce(0) { $0 + (waited[$1] ?? 0) }
+        threads.filter {
+            $0.value.name == name
+                || ($0.value.name.hasPrefix(name) && $0.value.name.dropFirst(name.count).allSatisfy(\.isNumber))
+        }.keys.reduce(0) { $0 + (waited[$1] ?? 0) }
     }
 
     /// CPU seconds the whole machine has been busy (all cores, /proc/stat), and those the hypervisor
@@ -717,7 +881,8 @@ struct ThreadCPU {
     /// during an attack on a shared machine.
     static func machineBusySeconds() -> (busy: Double, steal: Double) {
         guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
-              let line = stat.split(separator: "\n").first, line.hasPrefix("cpu ") else { return (0, 0) }
+            let line = stat.split(separator: "\n").first, line.hasPrefix("cpu ")
+        else { return (0, 0) }
         let ticks = line.split(separator: " ").dropFirst().compactMap { Double($0) }
         guard ticks.count >= 8 else { return (0, 0) }
         let hz = Double(sysconf(Int32(_SC_CLK_TCK)))
@@ -783,7 +948,8 @@ final class Probes: @unchecked Sendable {
         var p95: Double { quantile(0.95) }
         /// Nearest rank: with the ~60 probes of a 3-second hold, p99 is the largest and p95 the third largest.
         func quantile(_ q: Double) -> Double {
-            samples.isEmpty ? .infinity : samples.sorted()[Swift.max(0, Int((Double(samples.count) * q).rounded(.up)) - 1)]
+            samples.isEmpty
+                ? .infinity : samples.sorted()[Swift.max(0, Int((Double(samples.count) * q).rounded(.up)) - 1)]
         }
         var max: Double { samples.max() ?? .infinity }
     }
@@ -822,7 +988,9 @@ final class Probes: @unchecked Sendable {
             while !stopped.load(ordering: .relaxed) {
                 let began = ContinuousClock.now
                 do {
-                    _ = try await client.unary(ZooV1.Zoo.searchAnimals, ZooV1.SearchAnimalsRequest(text: "zel"), options: CallOptions(timeout: .seconds(10)))
+                    _ = try await client.unary(
+                        ZooV1.Zoo.searchAnimals, ZooV1.SearchAnimalsRequest(text: "zel"),
+                        options: CallOptions(timeout: .seconds(10)))
                     let took = (ContinuousClock.now - began).seconds
                     search.withLock { $0.add(took, at: (began - started).seconds) }
                 } catch {
@@ -848,7 +1016,9 @@ enum Probe {
     /// A health check on a new connection: the status code, or nil when it got no answer within 5 s.
     static func health(port: Int) -> UInt32? {
         guard let socket = AttackSocket(port: port, timeout: 5) else { return nil }
-        socket.write(Frames.request(id: 1, method: RpcV1.Health.check.path, payload: RpcV1.HealthCheckRequest().serializedBytes()))
+        socket.write(
+            Frames.request(
+                id: 1, method: RpcV1.Health.check.path, payload: RpcV1.HealthCheckRequest().serializedBytes()))
         return socket.readFrame().map(\.statusCode)
     }
 }
@@ -857,8 +1027,13 @@ enum Probe {
 enum Frames {
     static let marker = UInt8(ascii: "~")
 
-    static func request(id: UInt64, method: String, payload: [UInt8] = [], metadata: [RpcV1.MetadataEntry] = []) -> [UInt8] {
-        FrameCodec.encode(RpcV1.Frame(callID: id, kind: .request, method: method, metadata: metadata, hasPayload: true, payload: payload).serializedBytes())
+    static func request(id: UInt64, method: String, payload: [UInt8] = [], metadata: [RpcV1.MetadataEntry] = [])
+        -> [UInt8]
+    {
+        FrameCodec.encode(
+            RpcV1.Frame(
+                callID: id, kind: .request, method: method, metadata: metadata, hasPayload: true, payload: payload
+            ).serializedBytes())
     }
 
     /// The 5-byte header of a frame of `length` bytes (flag byte 0, big-endian length).
@@ -903,13 +1078,20 @@ final class AttackSocket: @unchecked Sendable {
     /// Connects (and under `--abuse-tls` completes a TLS handshake, allowing it 10 s whatever `timeout`
     /// says, so that the attack that follows is the one measured); reads give up after `timeout` seconds,
     /// sends after `sendTimeout` (default: the same). `http`: the socket speaks HTTP/1.1 (its ALPN under TLS).
-    convenience init?(port: Int, from source: String = "127.0.0.1", timeout: Double, sendTimeout: Double? = nil, http: Bool = false) {
-        self.init(port: port, from: source, timeout: timeout, sendTimeout: sendTimeout, tls: Self.tls.withLock { $0.map { http ? $0.http : $0.binary } })
+    convenience init?(
+        port: Int, from source: String = "127.0.0.1", timeout: Double, sendTimeout: Double? = nil, http: Bool = false
+    ) {
+        self.init(
+            port: port, from: source, timeout: timeout, sendTimeout: sendTimeout,
+            tls: Self.tls.withLock { $0.map { http ? $0.http : $0.binary } })
     }
 
     /// Connects, speaking TLS with `tls` when given (no handshake when `handshake` is false: the attack
     /// drives it), plaintext otherwise.
-    init?(port: Int, from source: String = "127.0.0.1", timeout: Double, sendTimeout: Double? = nil, tls: TLSContext?, handshake: Bool = true) {
+    init?(
+        port: Int, from source: String = "127.0.0.1", timeout: Double, sendTimeout: Double? = nil, tls: TLSContext?,
+        handshake: Bool = true
+    ) {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { return nil }
         var local = Self.address(source, port: 0)
@@ -925,7 +1107,9 @@ final class AttackSocket: @unchecked Sendable {
             close(descriptor)
             return nil
         }
-        func interval(_ seconds: Double) -> timeval { timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1e6)) }
+        func interval(_ seconds: Double) -> timeval {
+            timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1e6))
+        }
         var receive = interval(timeout), sending = interval(sendTimeout ?? timeout)
         if let tls {
             guard let session = try? TLSSession(context: tls, serverName: "127.0.0.1") else { return nil }
@@ -984,7 +1168,9 @@ final class AttackSocket: @unchecked Sendable {
     func sendRaw(_ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            let sent = bytes.withUnsafeBytes {
+                send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            }
             if sent <= 0 { return false }
             offset += sent
         }
@@ -994,7 +1180,9 @@ final class AttackSocket: @unchecked Sendable {
     /// Reads into `buffer` what the peer sent (decrypted under TLS): the count, 0 when the peer closed,
     /// negative (errno set) when the read failed or timed out.
     private func receive(into buffer: inout [UInt8]) -> Int {
-        guard let session else { return buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) } }
+        guard let session else {
+            return buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+        }
         var ciphertext = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             var count = 0, progress = TLSSession.Progress.wantsMore, failed = false
@@ -1092,12 +1280,15 @@ final class AttackSocket: @unchecked Sendable {
     static func httpResponse(in bytes: [UInt8], from offset: Int) -> (status: Int, length: Int)? {
         let end = Array("\r\n\r\n".utf8)
         guard bytes.count - offset >= 12,
-              let headEnd = (offset...(bytes.count - end.count)).first(where: { bytes[$0..<$0 + end.count].elementsEqual(end) })
+            let headEnd = (offset...(bytes.count - end.count)).first(where: {
+                bytes[$0..<$0 + end.count].elementsEqual(end)
+            })
         else { return nil }
         let head = String(decoding: bytes[offset..<headEnd], as: UTF8.self)
         let lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
         guard let statusLine = lines.first, statusLine.hasPrefix("HTTP/1."),
-              let status = Int(statusLine.dropFirst(9).prefix(3)) else { return (0, bytes.count - offset) }
+            let status = Int(statusLine.dropFirst(9).prefix(3))
+        else { return (0, bytes.count - offset) }
         var contentLength = 0, chunked = false
         for line in lines.dropFirst() {
             let parts = line.split(separator: ":", maxSplits: 1)
@@ -1110,10 +1301,16 @@ final class AttackSocket: @unchecked Sendable {
         if chunked {
             // Chunks: size in hex, CRLF, data, CRLF; a zero size and a blank line end it.
             while true {
-                guard let lineEnd = (bodyEnd..<max(bodyEnd, bytes.count - 1)).first(where: { bytes[$0] == 13 && bytes[$0 + 1] == 10 })
+                guard
+                    let lineEnd = (bodyEnd..<max(bodyEnd, bytes.count - 1)).first(where: {
+                        bytes[$0] == 13 && bytes[$0 + 1] == 10
+                    })
                 else { return nil }
-                let sizeText = String(decoding: bytes[bodyEnd..<lineEnd], as: UTF8.self).split(separator: ";").first ?? ""
-                guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16) else { return (status, bytes.count - offset) }
+                let sizeText =
+                    String(decoding: bytes[bodyEnd..<lineEnd], as: UTF8.self).split(separator: ";").first ?? ""
+                guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16) else {
+                    return (status, bytes.count - offset)
+                }
                 bodyEnd = lineEnd + 2 + size + 2
                 guard bodyEnd <= bytes.count else { return nil }
                 if size == 0 { break }

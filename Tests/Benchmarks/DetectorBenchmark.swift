@@ -11,8 +11,10 @@ struct DetectorBenchmark {
     /// training ones cut to the first `limit` when given.
     static func scenes(_ folder: URL, trainingAtMost limit: Int?) throws -> (train: Dataset, test: Dataset) {
         let images = folder.appendingPathComponent("images")
-        var train = try DatasetBuilder.detection(annotationsFile: folder.appendingPathComponent("train-annotations.json"), imagesDirectory: images)
-        let test = try DatasetBuilder.detection(annotationsFile: folder.appendingPathComponent("test-annotations.json"), imagesDirectory: images)
+        var train = try DatasetBuilder.detection(
+            annotationsFile: folder.appendingPathComponent("train-annotations.json"), imagesDirectory: images)
+        let test = try DatasetBuilder.detection(
+            annotationsFile: folder.appendingPathComponent("test-annotations.json"), imagesDirectory: images)
         if let limit { train.samples = Array(train.samples.prefix(limit)) }
         return (train, test)
     }
@@ -25,9 +27,11 @@ struct DetectorBenchmark {
     var featureStrides: [Int]
     let cores = ProcessInfo.processInfo.activeProcessorCount
 
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     /// The feature print compose installs (or MENAGERIE_FEATURE_PRINT).
-    static let featurePrintFolder = ProcessInfo.processInfo.environment["MENAGERIE_FEATURE_PRINT"]
+    static let featurePrintFolder =
+        ProcessInfo.processInfo.environment["MENAGERIE_FEATURE_PRINT"]
         ?? root.appendingPathComponent("compose/.cache/feature-print").path
 
     func run() async throws {
@@ -45,14 +49,16 @@ struct DetectorBenchmark {
         let (train, test) = try Self.scenes(scenes, trainingAtMost: detectionImages)
         var options = DetectorTrainingOptions()
         if let epochs { options.epochs = epochs }
-        print("Detector benchmark: \(cores) cores, libtorch on \(Torch.threads) threads, \(options.epochs) epochs, seed 0, "
-              + "\(train.samples.count) training scenes → \(test.samples.count) test scenes")
+        print(
+            "Detector benchmark: \(cores) cores, libtorch on \(Torch.threads) threads, \(options.epochs) epochs, seed 0, "
+                + "\(train.samples.count) training scenes → \(test.samples.count) test scenes")
         var runs: [(String, DetectorTrainingOptions, FeaturePrint?)] = [("yolo (from scratch, 160 px)", options, nil)]
         for stride in featureStrides {
             var transfer = options
             transfer.inputSize = featurePrint.manifest.inputWidth
             transfer.featureStride = stride
-            runs.append(("transfer (EfficientNet-Lite0 stride \(stride), \(transfer.inputSize) px)", transfer, featurePrint))
+            runs.append(
+                ("transfer (EfficientNet-Lite0 stride \(stride), \(transfer.inputSize) px)", transfer, featurePrint))
         }
         var rows: [[String]] = []
         for (name, options, print) in runs {
@@ -63,11 +69,20 @@ struct DetectorBenchmark {
             let evaluated = ContinuousClock.now
             let detection = try DetectorEvaluation.run(detector, on: test)
             let perImage = (ContinuousClock.now - evaluated).seconds / Double(test.samples.count) * 1000
-            rows.append([name, String(format: "%.1f", seconds), String(format: "%.3f", detection.map50), String(format: "%.3f", detection.map50to95),
-                         String(format: "%.2f", detection.overall.precision), String(format: "%.2f", detection.overall.recall),
-                         String(format: "%.0f", perImage)])
-            Swift.print("  \(name): \(String(format: "%.1f", seconds)) s, mAP50 \(String(format: "%.3f", detection.map50)), mAP50:95 \(String(format: "%.3f", detection.map50to95))")
+            rows.append([
+                name, String(format: "%.1f", seconds), String(format: "%.3f", detection.map50),
+                String(format: "%.3f", detection.map50to95),
+                String(format: "%.2f", detection.overall.precision), String(format: "%.2f", detection.overall.recall),
+                String(format: "%.0f", perImage),
+            ])
+            Swift.print(
+                "  \(name): \(String(format: "%.1f", seconds)) s, mAP50 \(String(format: "%.3f", detection.map50)), mAP50:95 \(String(format: "%.3f", detection.map50to95))"
+            )
         }
-        printTable(["detector", "training s", "test mAP50", "test mAP50:95", "precision@0.25", "recall@0.25", "evaluate ms/scene"], rows)
+        printTable(
+            [
+                "detector", "training s", "test mAP50", "test mAP50:95", "precision@0.25", "recall@0.25",
+                "evaluate ms/scene",
+            ], rows)
     }
 }

@@ -29,13 +29,18 @@ struct GRPCPeer {
         guard FileManager.default.isExecutableFile(atPath: build.path) else {
             return .failure(PeerUnavailable("\(sourceDirectory.path) is missing"))
         }
-        guard run("/bin/sh", ["-c", "pkg-config --exists grpc++ protobuf && command -v grpc_cpp_plugin"]).status == 0 else {
-            return .failure(PeerUnavailable(
-                "gRPC C++ is not installed (apt-get install libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev pkg-config g++)"))
+        guard run("/bin/sh", ["-c", "pkg-config --exists grpc++ protobuf && command -v grpc_cpp_plugin"]).status == 0
+        else {
+            return .failure(
+                PeerUnavailable(
+                    "gRPC C++ is not installed (apt-get install libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev pkg-config g++)"
+                ))
         }
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-grpc-echo")
         let program = output.appendingPathComponent("echo_bench")
-        if modified(program) ?? .distantPast <= modified(sourceDirectory.appendingPathComponent("echo_bench.cc")) ?? .distantFuture {
+        if modified(program) ?? .distantPast <= modified(sourceDirectory.appendingPathComponent("echo_bench.cc"))
+            ?? .distantFuture
+        {
             print("building the gRPC C++ peer (\(sourceDirectory.path)) into \(output.path)")
             let result = run(build.path, [output.path])
             guard result.status == 0 else {
@@ -49,16 +54,23 @@ struct GRPCPeer {
     func measure(size: Int, callers: Int, rounds: Int, seconds: Double) -> Figures? {
         let result = Self.run(
             "/usr/bin/timeout",
-            ["120", program.path, "--sizes", "\(size)", "--callers", "\(callers)", "--rounds", "\(rounds)", "--seconds", "\(seconds)"])
+            [
+                "120", program.path, "--sizes", "\(size)", "--callers", "\(callers)", "--rounds", "\(rounds)",
+                "--seconds", "\(seconds)",
+            ])
         // The table's one data row: payload (two words), callers, calls/s, p50, p99, cpu µs/call.
         let rows: [[Substring]] = result.output.split(separator: "\n").map { $0.split(separator: " ") }
         let row = rows.first { $0.count == 7 && Int($0[2]) == callers }
         let values: [Double] = row.map { $0[3...].compactMap { Double($0) } } ?? []
         guard result.status == 0, values.count == 4 else {
-            print("gRPC peer failed at \(size) B, \(callers) callers (exit \(result.status)): \(result.output.suffix(300))")
+            print(
+                "gRPC peer failed at \(size) B, \(callers) callers (exit \(result.status)): \(result.output.suffix(300))"
+            )
             return nil
         }
-        return Figures(callsPerSecond: values[0], p50Milliseconds: values[1], p99Milliseconds: values[2], cpuMicrosPerCall: values[3])
+        return Figures(
+            callsPerSecond: values[0], p50Milliseconds: values[1], p99Milliseconds: values[2],
+            cpuMicrosPerCall: values[3])
     }
 
     private static func modified(_ file: URL) -> Date? {

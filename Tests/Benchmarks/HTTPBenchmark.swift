@@ -19,7 +19,8 @@ struct HTTPBenchmark {
 
     /// The peers' tools: Debian's `wrk` and `nginx`, and a venv with FastAPI and uvicorn that
     /// `Tests/Benchmarks/peers/install-http-peers` makes (it installs the Debian packages too).
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     static let venvPython = packageRoot.appendingPathComponent("compose/.cache/http-peers/bin/python").path
     static let installer = "Tests/Benchmarks/peers/install-http-peers"
 
@@ -33,7 +34,9 @@ struct HTTPBenchmark {
         let missing = [("/usr/bin/wrk", "wrk"), ("/usr/sbin/nginx", "nginx"), (Self.venvPython, "FastAPI's venv")]
             .filter { !FileManager.default.isExecutableFile(atPath: $0.0) }.map(\.1)
         guard missing.isEmpty else {
-            print("HTTP benchmark: skipped, missing \(missing.joined(separator: ", ")); run \(Self.installer) (as root) first")
+            print(
+                "HTTP benchmark: skipped, missing \(missing.joined(separator: ", ")); run \(Self.installer) (as root) first"
+            )
             return
         }
         guard let binary = zooExecutableBesideBenchmark(suite: "HTTP") else { return }
@@ -46,7 +49,9 @@ struct HTTPBenchmark {
         // The zoo, loaded with the real data (else its sample data), on a core of its own.
         let data = scratch.appendingPathComponent("zoo")
         try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
-        let source = FileManager.default.fileExists(atPath: ZooBenchmark.realData.path) ? ZooBenchmark.realData : ZooDataSet.bundledSampleDirectory
+        let source =
+            FileManager.default.fileExists(atPath: ZooBenchmark.realData.path)
+            ? ZooBenchmark.realData : ZooDataSet.bundledSampleDirectory
         try ZooLibrary(path: data.appendingPathComponent("zoo.sqlite").path)
             .importFiles(ZooSourceFile.directory(source), source: source.path, trigger: .client)
         let zooPort = try AbuseBenchmark.freePort()
@@ -54,7 +59,9 @@ struct HTTPBenchmark {
         // would only take turns with the first on that core.
         let loops = twoCores ? ["--loops", "1"] : []
         let zoo = try Self.start(
-            "zoo", serverCPU + [binary.path, "--port", "\(zooPort)", "--data-dir", data.path, "--log-level", "warning"] + loops, log: scratch)
+            "zoo",
+            serverCPU + [binary.path, "--port", "\(zooPort)", "--data-dir", data.path, "--log-level", "warning"]
+                + loops, log: scratch)
         defer { Self.stop(zoo) }
         guard await Self.waitAnswering(port: zooPort) else {
             print("HTTP benchmark: the zoo did not answer on port \(zooPort); its log is in \(scratch.path)")
@@ -63,7 +70,8 @@ struct HTTPBenchmark {
         let search = #"{"text":"zel"}"#
         let animals = try await Self.fetch(["http://127.0.0.1:\(zooPort)/api/animals"])
         let searchAnswer = try await Self.fetch([
-            "-X", "POST", "-H", "Content-Type: application/json", "--data", search, "http://127.0.0.1:\(zooPort)/menagerie.zoo.v1.Zoo/SearchAnimals",
+            "-X", "POST", "-H", "Content-Type: application/json", "--data", search,
+            "http://127.0.0.1:\(zooPort)/menagerie.zoo.v1.Zoo/SearchAnimals",
         ])
         try Data(animals).write(to: scratch.appendingPathComponent("animals.json"))
         try Data(searchAnswer).write(to: scratch.appendingPathComponent("search.json"))
@@ -73,15 +81,19 @@ struct HTTPBenchmark {
         try Self.fastAPIApp.write(to: scratch.appendingPathComponent("peer_app.py"), atomically: true, encoding: .utf8)
         let fastAPI = try Self.start(
             "fastapi",
-            serverCPU + [Self.venvPython, "-m", "uvicorn", "peer_app:app", "--app-dir", scratch.path, "--host", "127.0.0.1",
-                         "--port", "\(fastAPIPort)", "--workers", "1", "--no-access-log", "--log-level", "warning"],
+            serverCPU + [
+                Self.venvPython, "-m", "uvicorn", "peer_app:app", "--app-dir", scratch.path, "--host", "127.0.0.1",
+                "--port", "\(fastAPIPort)", "--workers", "1", "--no-access-log", "--log-level", "warning",
+            ],
             log: scratch, environment: ["PEER_DIR": scratch.path])
         defer { Self.stop(fastAPI) }
         // nginx, one worker, the same bytes as static files (a POST answered with the file, as a GET).
         let nginxPort = try AbuseBenchmark.freePort()
         let configuration = scratch.appendingPathComponent("nginx.conf")
-        try Self.nginxConfiguration(port: nginxPort, root: scratch.path).write(to: configuration, atomically: true, encoding: .utf8)
-        let nginx = try Self.start("nginx", serverCPU + ["/usr/sbin/nginx", "-p", scratch.path, "-c", configuration.path], log: scratch)
+        try Self.nginxConfiguration(port: nginxPort, root: scratch.path).write(
+            to: configuration, atomically: true, encoding: .utf8)
+        let nginx = try Self.start(
+            "nginx", serverCPU + ["/usr/sbin/nginx", "-p", scratch.path, "-c", configuration.path], log: scratch)
         defer { Self.stop(nginx) }
 
         for (name, port) in [("FastAPI", fastAPIPort), ("nginx", nginxPort)] {
@@ -93,31 +105,46 @@ struct HTTPBenchmark {
         let checks = [
             (await Self.answer(["http://127.0.0.1:\(fastAPIPort)/api/animals"]), animals, "FastAPI /api/animals"),
             (await Self.answer(["http://127.0.0.1:\(nginxPort)/api/animals"]), animals, "nginx /api/animals"),
-            (await Self.answer(["-X", "POST", "--data", search, "http://127.0.0.1:\(nginxPort)/menagerie.zoo.v1.Zoo/SearchAnimals"]), searchAnswer, "nginx search"),
+            (
+                await Self.answer([
+                    "-X", "POST", "--data", search, "http://127.0.0.1:\(nginxPort)/menagerie.zoo.v1.Zoo/SearchAnimals",
+                ]), searchAnswer, "nginx search"
+            ),
         ]
         for (got, expected, what) in checks where got != expected {
-            print("HTTP benchmark: \(what) does not send the zoo's bytes (\(got?.count ?? -1) of \(expected.count)); not run")
+            print(
+                "HTTP benchmark: \(what) does not send the zoo's bytes (\(got?.count ?? -1) of \(expected.count)); not run"
+            )
             return
         }
         let post = scratch.appendingPathComponent("post.lua")
         try """
-            wrk.method = "POST"
-            wrk.body = '\(search)'
-            wrk.headers["Content-Type"] = "application/json"
-            """.write(to: post, atomically: true, encoding: .utf8)
+        wrk.method = "POST"
+        wrk.body = '\(search)'
+        wrk.headers["Content-Type"] = "application/json"
+        """.write(to: post, atomically: true, encoding: .utf8)
 
-        print("HTTP benchmark: \(animals.count / 1024) KiB of /api/animals, \(searchAnswer.count) B of SearchAnimals from \(source.lastPathComponent), "
-              + "\(secondsPerRun) s per run, wrk -t1 keep-alive\(twoCores ? " on core 0, servers on core 1" : " (one core: nothing pinned)")")
+        print(
+            "HTTP benchmark: \(animals.count / 1024) KiB of /api/animals, \(searchAnswer.count) B of SearchAnimals from \(source.lastPathComponent), "
+                + "\(secondsPerRun) s per run, wrk -t1 keep-alive\(twoCores ? " on core 0, servers on core 1" : " (one core: nothing pinned)")"
+        )
         var rows: [[String]] = []
         var verdicts: [String] = []
-        let routes = [("GET /api/animals", "/api/animals", nil as URL?), ("Connect SearchAnimals", "/menagerie.zoo.v1.Zoo/SearchAnimals", post)]
+        let routes = [
+            ("GET /api/animals", "/api/animals", nil as URL?),
+            ("Connect SearchAnimals", "/menagerie.zoo.v1.Zoo/SearchAnimals", post),
+        ]
         for (routeName, path, script) in routes {
             for connections in connectionCounts {
                 var results: [String: Result] = [:]
                 for (name, port) in [("zoo", zooPort), ("FastAPI", fastAPIPort), ("nginx", nginxPort)] {
-                    results[name] = try await Self.wrk(url: "http://127.0.0.1:\(port)\(path)", connections: connections, seconds: secondsPerRun, script: script, pin: twoCores)
+                    results[name] = try await Self.wrk(
+                        url: "http://127.0.0.1:\(port)\(path)", connections: connections, seconds: secondsPerRun,
+                        script: script, pin: twoCores)
                 }
-                guard let ours = results["zoo"], let fast = results["FastAPI"], let floor = results["nginx"] else { continue }
+                guard let ours = results["zoo"], let fast = results["FastAPI"], let floor = results["nginx"] else {
+                    continue
+                }
                 rows.append([
                     routeName, "\(connections)",
                     String(format: "%.0f", ours.requestsPerSecond), String(format: "%.2f", ours.p99Milliseconds),
@@ -129,12 +156,20 @@ struct HTTPBenchmark {
                 ])
                 let againstFastAPI = ours.requestsPerSecond / max(fast.requestsPerSecond, 1)
                 let againstNginx = ours.requestsPerSecond / max(floor.requestsPerSecond, 1)
-                verdicts.append(String(format: "goal %@ × %d: ≥ 10× FastAPI (%.1f×) %@, ≥ 0.5 of nginx (%.2f) %@", routeName, connections,
-                                       againstFastAPI, againstFastAPI >= 10 ? "met" : "NOT met", againstNginx, againstNginx >= 0.5 ? "met" : "NOT met"))
+                verdicts.append(
+                    String(
+                        format: "goal %@ × %d: ≥ 10× FastAPI (%.1f×) %@, ≥ 0.5 of nginx (%.2f) %@", routeName,
+                        connections,
+                        againstFastAPI, againstFastAPI >= 10 ? "met" : "NOT met", againstNginx,
+                        againstNginx >= 0.5 ? "met" : "NOT met"))
             }
         }
-        printTable(["route", "connections", "zoo req/s", "zoo p99 ms", "FastAPI req/s", "FastAPI p99 ms", "nginx req/s", "nginx p99 ms",
-                    "zoo / FastAPI", "zoo / nginx", "errors zoo / FastAPI / nginx"], rows)
+        printTable(
+            [
+                "route", "connections", "zoo req/s", "zoo p99 ms", "FastAPI req/s", "FastAPI p99 ms", "nginx req/s",
+                "nginx p99 ms",
+                "zoo / FastAPI", "zoo / nginx", "errors zoo / FastAPI / nginx",
+            ], rows)
         for verdict in verdicts { print(verdict) }
     }
 
@@ -189,7 +224,9 @@ struct HTTPBenchmark {
 
     // MARK: Processes and wrk
 
-    static func start(_ name: String, _ command: [String], log directory: URL, environment: [String: String] = [:]) throws -> Process {
+    static func start(_ name: String, _ command: [String], log directory: URL, environment: [String: String] = [:])
+        throws -> Process
+    {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
@@ -223,14 +260,18 @@ struct HTTPBenchmark {
 
     /// The body curl got (any status), or nil when nothing answered.
     static func answer(_ arguments: [String]) async -> [UInt8]? {
-        let run = await AbuseBenchmark.onThread { try? Self.output("/usr/bin/curl", ["-s", "--max-time", "10"] + arguments) }
+        let run = await AbuseBenchmark.onThread {
+            try? Self.output("/usr/bin/curl", ["-s", "--max-time", "10"] + arguments)
+        }
         guard let run, run.status == 0 else { return nil }
         return run.output
     }
 
     static func fetch(_ arguments: [String]) async throws -> [UInt8] {
         guard let body = await answer(["--fail"] + arguments), !body.isEmpty else {
-            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "curl \(arguments.joined(separator: " ")) failed"])
+            throw CocoaError(
+                .fileReadUnknown,
+                userInfo: [NSLocalizedDescriptionKey: "curl \(arguments.joined(separator: " ")) failed"])
         }
         return body
     }
@@ -250,26 +291,42 @@ struct HTTPBenchmark {
 
     /// One wrk run: requests per second, p99 and the errors it counted (non-2xx, socket errors).
     static func wrk(url: String, connections: Int, seconds: Double, script: URL?, pin: Bool) async throws -> Result {
-        let arguments = (pin ? ["-c", "0", "/usr/bin/wrk"] : []) + ["-t1", "-c\(connections)", "-d\(max(1, Int(seconds.rounded())))s", "--latency"]
+        let arguments =
+            (pin ? ["-c", "0", "/usr/bin/wrk"] : []) + [
+                "-t1", "-c\(connections)", "-d\(max(1, Int(seconds.rounded())))s", "--latency",
+            ]
             + (script.map { ["-s", $0.path] } ?? []) + [url]
-        let (status, output) = await AbuseBenchmark.onThread { try? Self.output(pin ? "/usr/bin/taskset" : "/usr/bin/wrk", arguments) } ?? (1, [])
+        let (status, output) =
+            await AbuseBenchmark.onThread { try? Self.output(pin ? "/usr/bin/taskset" : "/usr/bin/wrk", arguments) }
+            ?? (1, [])
         let text = String(decoding: output, as: UTF8.self)
-        guard status == 0 else { throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "wrk failed: \(text)"]) }
-        return Result(requestsPerSecond: Self.number(after: "Requests/sec:", in: text) ?? 0,
-                      p99Milliseconds: Self.milliseconds(after: "99%", in: text) ?? .infinity,
-                      errors: Int(Self.number(after: "Non-2xx or 3xx responses:", in: text) ?? 0)
-                          + Self.socketErrors(in: text))
+        guard status == 0 else {
+            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "wrk failed: \(text)"])
+        }
+        return Result(
+            requestsPerSecond: Self.number(after: "Requests/sec:", in: text) ?? 0,
+            p99Milliseconds: Self.milliseconds(after: "99%", in: text) ?? .infinity,
+            errors: Int(Self.number(after: "Non-2xx or 3xx responses:", in: text) ?? 0)
+                + Self.socketErrors(in: text))
     }
 
     static func number(after label: String, in text: String) -> Double? {
-        guard let line = text.split(separator: "\n").first(where: { $0.trimmingCharacters(in: .whitespaces).hasPrefix(label) }) else { return nil }
+        guard
+            let line = text.split(separator: "\n").first(where: {
+                $0.trimmingCharacters(in: .whitespaces).hasPrefix(label)
+            })
+        else { return nil }
         return line.split(separator: " ").dropFirst(label.split(separator: " ").count).first.flatMap { Double($0) }
     }
 
     /// wrk's latency "99%    1.23ms" (or us, s).
     static func milliseconds(after label: String, in text: String) -> Double? {
-        guard let line = text.split(separator: "\n").first(where: { $0.trimmingCharacters(in: .whitespaces).hasPrefix(label) }),
-              let value = line.split(separator: " ").dropFirst().first else { return nil }
+        guard
+            let line = text.split(separator: "\n").first(where: {
+                $0.trimmingCharacters(in: .whitespaces).hasPrefix(label)
+            }),
+            let value = line.split(separator: " ").dropFirst().first
+        else { return nil }
         for (unit, scale) in [("us", 0.001), ("ms", 1.0), ("s", 1000.0)] where value.hasSuffix(unit) {
             return Double(value.dropLast(unit.count)).map { $0 * scale }
         }

@@ -16,22 +16,32 @@ struct IdentityBenchmark {
     let secondsPerRun: Double
 
     func run() async throws {
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("identity-bench-\(UUID().uuidString)")
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "identity-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
-        print("Identity benchmark: an authenticated call (health check at user level) with 2 and \(users) users, \(secondsPerRun) s each")
+        print(
+            "Identity benchmark: an authenticated call (health check at user level) with 2 and \(users) users, \(secondsPerRun) s each"
+        )
         let few = try await measure(file: scratch.appendingPathComponent("few.sqlite").path, users: 2, signUps: false)
-        let many = try await measure(file: scratch.appendingPathComponent("many.sqlite").path, users: users, signUps: false)
+        let many = try await measure(
+            file: scratch.appendingPathComponent("many.sqlite").path, users: users, signUps: false)
         let busy = try await measure(file: scratch.appendingPathComponent("many.sqlite").path, users: 0, signUps: true)
         func row(_ name: String, _ run: Measurement) -> [String] {
-            [name, "\(run.calls)", String(format: "%.3f", run.percentileMilliseconds(0.5)), String(format: "%.3f", run.percentileMilliseconds(0.99)),
-             String(format: "%.3f", run.percentileMilliseconds(1.0))]
+            [
+                name, "\(run.calls)", String(format: "%.3f", run.percentileMilliseconds(0.5)),
+                String(format: "%.3f", run.percentileMilliseconds(0.99)),
+                String(format: "%.3f", run.percentileMilliseconds(1.0)),
+            ]
         }
         printTable(
             ["users", "calls", "p50 ms", "p99 ms", "max ms"],
             [row("2", few), row("\(users)", many), row("\(users) + sign-ups", busy)])
         let ratio = many.percentileMilliseconds(0.99) / max(few.percentileMilliseconds(0.99), 0.001)
-        print(String(format: "p99 with %d users / with 2: %.2f× (goal ≤ 1.5×: %@)", users, ratio, ratio <= 1.5 ? "met" : "MISSED"))
+        print(
+            String(
+                format: "p99 with %d users / with 2: %.2f× (goal ≤ 1.5×: %@)", users, ratio,
+                ratio <= 1.5 ? "met" : "MISSED"))
     }
 
     /// Calls with a user's token for `secondsPerRun` against a guarded server on `file`, after adding `users` users
@@ -42,23 +52,26 @@ struct IdentityBenchmark {
         if users > 1 { try Self.addUsers(users - 1, to: store) }
         let verifier = try TokenVerifier(store: store)
         let guardian = IdentityGuard(
-            rules: AccessRules(overriding: [RpcV1.Health.check.path: .user]), verifier: verifier, throttle: FailedAuthThrottle())
+            rules: AccessRules(overriding: [RpcV1.Health.check.path: .user]), verifier: verifier,
+            throttle: FailedAuthThrottle())
         let server = try TCPServer(rpc: RPCServer(name: "identity-bench", services: [], guard: guardian), port: 0)
         let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
         var options = CallOptions(timeout: .seconds(10))
         options.metadata["authorization"] = "Bearer \(token)"
         let call = options
         // Another process's sign-ups, as open sign-up takes them: a store of its own on the file, ~300 a second.
-        let writer = signUps ? Task.detached {
-            let other = try IdentityStore(path: file)
-            var count = 0
-            while !Task.isCancelled {
-                _ = try other.createUser(name: "signup\(count)-\(UUID().uuidString.prefix(6))")
-                count += 1
-                try await Task.sleep(for: .milliseconds(3))
-            }
-            return count
-        } : nil
+        let writer =
+            signUps
+            ? Task.detached {
+                let other = try IdentityStore(path: file)
+                var count = 0
+                while !Task.isCancelled {
+                    _ = try other.createUser(name: "signup\(count)-\(UUID().uuidString.prefix(6))")
+                    count += 1
+                    try await Task.sleep(for: .milliseconds(3))
+                }
+                return count
+            } : nil
         let measured = try await Measurement.run(callers: 1, duration: .milliseconds(Int64(secondsPerRun * 1000))) {
             _ = try await client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest(), options: call)
         }
@@ -75,9 +88,11 @@ struct IdentityBenchmark {
         try store.database.write { db in
             for index in 0..<count {
                 let name = "user\(index)"
-                try db.execute("INSERT INTO users (name, admin, created_ms, skeleton) VALUES (?, 0, ?, ?)", [name, now, name])
+                try db.execute(
+                    "INSERT INTO users (name, admin, created_ms, skeleton) VALUES (?, 0, ?, ?)", [name, now, name])
                 let hash = (0..<32).map { _ in UInt8.random(in: 0...255) }
-                try db.execute("INSERT INTO tokens (hash, user_id, created_ms) VALUES (?, ?, ?)", [hash, db.lastInsertRowID, now])
+                try db.execute(
+                    "INSERT INTO tokens (hash, user_id, created_ms) VALUES (?, ?, ?)", [hash, db.lastInsertRowID, now])
             }
         }
     }

@@ -17,7 +17,10 @@ struct Measurement {
     /// Several runs of one configuration as one: the median run's throughput and CPU per call, and
     /// every run's latency samples.
     static func combining(_ runs: [Measurement]) -> Measurement {
-        guard let typical = runs.sorted(by: { $0.callsPerSecond < $1.callsPerSecond }).dropFirst((runs.count - 1) / 2).first else {
+        guard
+            let typical = runs.sorted(by: { $0.callsPerSecond < $1.callsPerSecond }).dropFirst((runs.count - 1) / 2)
+                .first
+        else {
             return Measurement()
         }
         var combined = typical
@@ -41,7 +44,9 @@ struct Measurement {
     }
 
     /// Runs `callers` concurrent loops of `call` for `duration` (after a short warm-up).
-    static func run(callers: Int, duration: Duration, _ call: @escaping @Sendable () async throws -> Void) async throws -> Measurement {
+    static func run(callers: Int, duration: Duration, _ call: @escaping @Sendable () async throws -> Void) async throws
+        -> Measurement
+    {
         let warmUpEnd = ContinuousClock.now + .milliseconds(300)
         let end = warmUpEnd + duration
         let cpuAtWarmUpEnd = CPUMark()
@@ -88,7 +93,8 @@ func processCPUSeconds() -> Double {
 func printTable(_ header: [String], _ rows: [[String]]) {
     let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
     for row in [header] + rows {
-        print(row.enumerated().map { String(repeating: " ", count: widths[$0] - $1.count) + $1 }.joined(separator: "  "))
+        print(
+            row.enumerated().map { String(repeating: " ", count: widths[$0] - $1.count) + $1 }.joined(separator: "  "))
     }
 }
 
@@ -104,9 +110,12 @@ private final class CPUMark: Sendable {
 /// The `zoo` executable built beside this benchmark (the abuse and HTTP suites start it), or nil after saying
 /// how to build it; `suite` names the caller in that message.
 func zooExecutableBesideBenchmark(suite: String) -> URL? {
-    let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("zoo")
+    let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        .appendingPathComponent("zoo")
     guard FileManager.default.isExecutableFile(atPath: binary.path) else {
-        print("\(suite) benchmark: no zoo executable at \(binary.path); build it first (swift build [-c release] --product zoo)")
+        print(
+            "\(suite) benchmark: no zoo executable at \(binary.path); build it first (swift build [-c release] --product zoo)"
+        )
         return nil
     }
     return binary

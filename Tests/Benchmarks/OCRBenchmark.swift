@@ -5,9 +5,9 @@ import OCRCore
 import OCRService
 import OCRTestSupport
 import PPOCR
-import SevenSegment
 import RPC
 import Schema
+import SevenSegment
 import Synchronization
 import TextRecognition
 import Transport
@@ -60,20 +60,27 @@ struct OCRBenchmark {
 
         let lane = WorkLane(name: "lane", threads: cores, queueLimit: 256)
         let recognizer = TextRecognizer(engines: EnginePool(maxEnginesPerConfiguration: cores))
-        let service = OCRService(store: try TemplateStore(path: scratch.appendingPathComponent("ocr.sqlite").path), recognizer: recognizer, lane: lane)
+        let service = OCRService(
+            store: try TemplateStore(path: scratch.appendingPathComponent("ocr.sqlite").path), recognizer: recognizer,
+            lane: lane)
         let server = try TCPServer(rpc: RPCServer(name: "ocr-bench", services: [service]), port: 0)
         let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
         let ocr = OcrV1.OCR.Client(wrapping: client)
         defer { client.close() }
         print("OCR benchmark: \(cores) cores, \(rounds) rounds per measurement, ces+eng, RPCClient over loopback TCP")
         let warming = ContinuousClock.now
-        let made = try await recognizer.engines.prewarm(languages: RecognitionOptions.defaultLanguages, count: cores, lane: lane)
-        print("pre-warmed \(made) ces+eng engines with orientation detectors in " + String(format: "%.2f s", (ContinuousClock.now - warming).seconds))
+        let made = try await recognizer.engines.prewarm(
+            languages: RecognitionOptions.defaultLanguages, count: cores, lane: lane)
+        print(
+            "pre-warmed \(made) ces+eng engines with orientation detectors in "
+                + String(format: "%.2f s", (ContinuousClock.now - warming).seconds))
 
         // Pages.
         var pages: [Item] = []
         if OCRData.enabled, FileManager.default.fileExists(atPath: OCRData.directory.path) {
-            pages = try Self.pages.prefix(imagesPerKind).map { Item(name: $0, url: OCRData.url($0), data: try OCRData.data($0), truth: try OCRData.groundTruth($0)) }
+            pages = try Self.pages.prefix(imagesPerKind).map {
+                Item(name: $0, url: OCRData.url($0), data: try OCRData.data($0), truth: try OCRData.groundTruth($0))
+            }
         } else {
             print("the shared pages (../shared/datasets/ocr) are missing: pages skipped")
         }
@@ -87,7 +94,8 @@ struct OCRBenchmark {
                 let url = scratch.appendingPathComponent("display-\(index).png")
                 try DisplayPhotos.photo(values: values, distractorAt: place, snippets).write(to: url)
                 let truth = (DisplayPhotos.labels + values + [DisplayPhotos.distractor]).joined(separator: " ")
-                photos.append(Item(name: url.lastPathComponent, url: url, data: try Data(contentsOf: url), truth: truth))
+                photos.append(
+                    Item(name: url.lastPathComponent, url: url, data: try Data(contentsOf: url), truth: truth))
             }
         } else {
             print("text2image or the DejaVu fonts are missing: small photos skipped")
@@ -105,39 +113,54 @@ struct OCRBenchmark {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for index in 0..<cores {
                         group.addTask {
-                            _ = try await scan(ocr, items[index % items.count].data, level: level, segmentation: segmentation)
+                            _ = try await scan(
+                                ocr, items[index % items.count].data, level: level, segmentation: segmentation)
                         }
                     }
                     try await group.waitForAll()
                 }
             }
             if recognizer.engines.enginesCreated != enginesBefore {
-                print("note: the warm-up made \(recognizer.engines.enginesCreated - enginesBefore) engines beyond the pre-warm")
+                print(
+                    "note: the warm-up made \(recognizer.engines.enginesCreated - enginesBefore) engines beyond the pre-warm"
+                )
             }
             var serviceFigures: [OcrV1.RecognitionLevel: Figures] = [:]
             for level in [OcrV1.RecognitionLevel.fast, .accurate] {
                 let figures = try await serviceRun(ocr, items, level: level, segmentation: segmentation)
                 serviceFigures[level] = figures
-                rows.append([kind, "service, \(level == .fast ? "fast" : "accurate")", "\(items.count * rounds)",
-                             String(format: "%.2f", figures.imagesPerSecond), String(format: "%.2f", figures.meanCER * 100),
-                             String(format: "%.2f / %.2f", figures.p50, figures.maxLatency)])
+                rows.append([
+                    kind, "service, \(level == .fast ? "fast" : "accurate")", "\(items.count * rounds)",
+                    String(format: "%.2f", figures.imagesPerSecond), String(format: "%.2f", figures.meanCER * 100),
+                    String(format: "%.2f / %.2f", figures.p50, figures.maxLatency),
+                ])
             }
             let best = try await cliRun(items, psm: psm, parallel: cores, ompLimit: true, rounds: rounds)
-            rows.append([kind, "tesseract, OMP_THREAD_LIMIT=1, \(cores) processes", "\(items.count * rounds)",
-                         String(format: "%.2f", best.imagesPerSecond), String(format: "%.2f", best.meanCER * 100), "-"])
+            rows.append([
+                kind, "tesseract, OMP_THREAD_LIMIT=1, \(cores) processes", "\(items.count * rounds)",
+                String(format: "%.2f", best.imagesPerSecond), String(format: "%.2f", best.meanCER * 100), "-",
+            ])
             let byDefault = try await cliRun([items[0]], psm: psm, parallel: 1, ompLimit: false, rounds: 1)
-            rows.append([kind, "tesseract by default, 1 process (\(items[0].name) only)", "1",
-                         String(format: "%.2f", byDefault.imagesPerSecond), String(format: "%.2f", byDefault.meanCER * 100), "-"])
+            rows.append([
+                kind, "tesseract by default, 1 process (\(items[0].name) only)", "1",
+                String(format: "%.2f", byDefault.imagesPerSecond), String(format: "%.2f", byDefault.meanCER * 100), "-",
+            ])
             for level in [OcrV1.RecognitionLevel.fast, .accurate] {
                 let figures = serviceFigures[level]!
                 let ratio = figures.imagesPerSecond / max(best.imagesPerSecond, 1e-9)
                 let sameOrBetter = zip(figures.cer, best.cer).allSatisfy { $0 <= $1 + 0.0005 }
                 verdicts.append(
                     "goal \(kind) ≥ \(goal)× the program's best (\(level == .fast ? "fast" : "accurate")): "
-                        + String(format: "%.2f×", ratio) + " \(ratio >= goal ? "met" : "NOT met"); CER same or better on every image: "
-                        + (sameOrBetter ? "yes" : "NO (" + zip(items, zip(figures.cer, best.cer)).filter { $1.0 > $1.1 + 0.0005 }
-                            .map { "\($0.name) \(String(format: "%.1f", $1.0 * 100)) vs \(String(format: "%.1f", $1.1 * 100)) %" }
-                            .joined(separator: ", ") + ")"))
+                        + String(format: "%.2f×", ratio)
+                        + " \(ratio >= goal ? "met" : "NOT met"); CER same or better on every image: "
+                        + (sameOrBetter
+                            ? "yes"
+                            : "NO ("
+                                + zip(items, zip(figures.cer, best.cer)).filter { $1.0 > $1.1 + 0.0005 }
+                                .map {
+                                    "\($0.name) \(String(format: "%.1f", $1.0 * 100)) vs \(String(format: "%.1f", $1.1 * 100)) %"
+                                }
+                                .joined(separator: ", ") + ")"))
                 let levelName = level == .fast ? "fast" : "accurate"
                 verdicts.append(
                     "goal \(kind) each recognised within \(Int(Self.latencyGoal)) s (\(levelName), \(cores) at once): "
@@ -146,7 +169,8 @@ struct OCRBenchmark {
                 let worst = zip(items, figures.cer).max { $0.1 < $1.1 }!
                 verdicts.append(
                     "goal \(kind) CER < \(Int(Self.cerGoal * 100)) % (\(levelName)): "
-                        + String(format: "mean %.2f %%, worst %.2f %% ", figures.meanCER * 100, worst.1 * 100) + "(\(worst.0.name)) "
+                        + String(format: "mean %.2f %%, worst %.2f %% ", figures.meanCER * 100, worst.1 * 100)
+                        + "(\(worst.0.name)) "
                         + (figures.meanCER < Self.cerGoal ? "met" : "NOT met") + " on the mean, "
                         + (worst.1 < Self.cerGoal ? "met" : "NOT met") + " on every image"
                         + String(format: "; the program's best: mean %.2f %%", best.meanCER * 100))
@@ -165,10 +189,12 @@ struct OCRBenchmark {
     /// beside Tesseract where compose installed them; the default level and segmentation), one at a time, beside the
     /// `tesseract` program (`--psm 11`, the sparse reading a display needs) on the same files in the same run.
     func phonePhotoRows(lane: WorkLane, engines: EnginePool, scratch: URL) async throws -> [[String]] {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let environment = ProcessInfo.processInfo.environment
         let ppocrFolder = environment["MENAGERIE_PPOCR"] ?? root.appendingPathComponent("compose/.cache/ppocr").path
-        let sevensegFolder = environment["MENAGERIE_SEVENSEG"] ?? root.appendingPathComponent("compose/.cache/sevenseg").path
+        let sevensegFolder =
+            environment["MENAGERIE_SEVENSEG"] ?? root.appendingPathComponent("compose/.cache/sevenseg").path
         let pool: PPOCRPool?
         if let models = try? PPOCRModels.load(directory: ppocrFolder) {
             pool = PPOCRPool(models: models, segments: try? SevenSegmentModel.load(directory: sevensegFolder))
@@ -183,7 +209,9 @@ struct OCRBenchmark {
         let image = try ImageDecoder().decode(try photo.data()).pages[0]
         var rows: [[String]] = []
         let recognizer = TextRecognizer(engines: engines, ppocr: pool)
-        let service = OCRService(store: try TemplateStore(path: scratch.appendingPathComponent("ocr-phone.sqlite").path), recognizer: recognizer, lane: lane)
+        let service = OCRService(
+            store: try TemplateStore(path: scratch.appendingPathComponent("ocr-phone.sqlite").path),
+            recognizer: recognizer, lane: lane)
         let server = try TCPServer(rpc: RPCServer(name: "ocr-bench-phone", services: [service]), port: 0)
         let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
         let ocr = OcrV1.OCR.Client(wrapping: client)
@@ -204,10 +232,14 @@ struct OCRBenchmark {
                 latencies.append((ContinuousClock.now - started).seconds)
                 cer.append(Self.cer(text, truth, sparse: true))
             }
-            let figures = Figures(imagesPerSecond: Double(rounds) / latencies.reduce(0, +), cer: cer, latencies: latencies)
-            rows.append([kind, pool == nil ? "service, default (Tesseract alone)" : "service, default (PP-OCR beside Tesseract)", "\(rounds)",
-                         String(format: "%.2f", figures.imagesPerSecond), String(format: "%.2f", figures.meanCER * 100),
-                         String(format: "%.2f / %.2f", figures.p50, figures.maxLatency)])
+            let figures = Figures(
+                imagesPerSecond: Double(rounds) / latencies.reduce(0, +), cer: cer, latencies: latencies)
+            rows.append([
+                kind, pool == nil ? "service, default (Tesseract alone)" : "service, default (PP-OCR beside Tesseract)",
+                "\(rounds)",
+                String(format: "%.2f", figures.imagesPerSecond), String(format: "%.2f", figures.meanCER * 100),
+                String(format: "%.2f / %.2f", figures.p50, figures.maxLatency),
+            ])
             var programLatencies: [Double] = []
             var programCER: [Double] = []
             for _ in 0..<rounds {
@@ -216,19 +248,26 @@ struct OCRBenchmark {
                 programLatencies.append((ContinuousClock.now - started).seconds)
                 programCER.append(Self.cer(text, truth, sparse: true))
             }
-            let program = Figures(imagesPerSecond: Double(rounds) / programLatencies.reduce(0, +), cer: programCER, latencies: programLatencies)
-            rows.append([kind, "tesseract --psm 11, 1 process", "\(rounds)", String(format: "%.2f", program.imagesPerSecond),
-                         String(format: "%.2f", program.meanCER * 100), String(format: "%.2f / %.2f", program.p50, program.maxLatency)])
+            let program = Figures(
+                imagesPerSecond: Double(rounds) / programLatencies.reduce(0, +), cer: programCER,
+                latencies: programLatencies)
+            rows.append([
+                kind, "tesseract --psm 11, 1 process", "\(rounds)", String(format: "%.2f", program.imagesPerSecond),
+                String(format: "%.2f", program.meanCER * 100),
+                String(format: "%.2f / %.2f", program.p50, program.maxLatency),
+            ])
         }
         await server.shutdown(grace: .seconds(1))
         return rows
     }
 
-    func scan(_ ocr: OcrV1.OCR.Client, _ data: Data, level: OcrV1.RecognitionLevel, segmentation: OcrV1.Segmentation) async throws
+    func scan(_ ocr: OcrV1.OCR.Client, _ data: Data, level: OcrV1.RecognitionLevel, segmentation: OcrV1.Segmentation)
+        async throws
         -> OcrV1.ScanResponse
     {
         try await ocr.scan(options: CallOptions(timeout: .seconds(600))) { writer in
-            try await writer.send(OcrV1.ScanRequest(options: OcrV1.ScanOptions(level: level, segmentation: segmentation)))
+            try await writer.send(
+                OcrV1.ScanRequest(options: OcrV1.ScanOptions(level: level, segmentation: segmentation)))
             var offset = 0
             while offset < data.count {
                 let end = min(offset + (1 << 20), data.count)
@@ -239,7 +278,9 @@ struct OCRBenchmark {
     }
 
     /// `cores` callers take the images in turn, `rounds` times over.
-    func serviceRun(_ ocr: OcrV1.OCR.Client, _ items: [Item], level: OcrV1.RecognitionLevel, segmentation: OcrV1.Segmentation)
+    func serviceRun(
+        _ ocr: OcrV1.OCR.Client, _ items: [Item], level: OcrV1.RecognitionLevel, segmentation: OcrV1.Segmentation
+    )
         async throws -> Figures
     {
         let total = items.count * rounds
@@ -282,11 +323,14 @@ struct OCRBenchmark {
                         let index = next.take()
                         guard index < total else { return read }
                         let item = items[index % items.count]
-                        read.append((index % items.count, try await Self.tesseract(item.url, psm: psm, ompLimit: ompLimit)))
+                        read.append(
+                            (index % items.count, try await Self.tesseract(item.url, psm: psm, ompLimit: ompLimit)))
                     }
                 }
             }
-            return try await group.reduce(into: [Int: String]()) { result, batch in for (index, text) in batch { result[index] = text } }
+            return try await group.reduce(into: [Int: String]()) { result, batch in
+                for (index, text) in batch { result[index] = text }
+            }
         }
         let seconds = (ContinuousClock.now - started).seconds
         return Figures(
@@ -301,7 +345,9 @@ struct OCRBenchmark {
     /// CER; for sparse text (a display, read in no particular order) over the words sorted.
     static func cer(_ text: String, _ truth: String, sparse: Bool) -> Double {
         guard sparse else { return characterErrorRate(text, reference: truth) }
-        func sorted(_ text: String) -> String { text.split(whereSeparator: \.isWhitespace).sorted().joined(separator: " ") }
+        func sorted(_ text: String) -> String {
+            text.split(whereSeparator: \.isWhitespace).sorted().joined(separator: " ")
+        }
         return characterErrorRate(sorted(text), reference: sorted(truth))
     }
 
@@ -310,7 +356,9 @@ struct OCRBenchmark {
     func templateLatency(_ ocr: OcrV1.OCR.Client, scratch: URL) async throws {
         let snippets = try DisplayPhotos.snippets()
         let photos = try (0..<3).map {
-            try DisplayPhotos.photo(values: DisplayPhotos.values[$0], distractorAt: DisplayPhotos.distractorPlaces[$0], scale: 1.2, snippets)
+            try DisplayPhotos.photo(
+                values: DisplayPhotos.values[$0], distractorAt: DisplayPhotos.distractorPlaces[$0], scale: 1.2, snippets
+            )
         }
         let options = OcrV1.ScanOptions(level: .accurate, segmentation: .sparse)
         let first = try await scan(ocr, photos[0], level: .accurate, segmentation: .sparse)
@@ -327,14 +375,19 @@ struct OCRBenchmark {
             let photo = photos[1 + index % 2]
             let started = ContinuousClock.now
             let draft = try await ocr.draftRecord { writer in
-                try await writer.send(OcrV1.DraftRecordRequest(template: "Bench", options: options, chunk: Array(photo)))
+                try await writer.send(
+                    OcrV1.DraftRecordRequest(template: "Bench", options: options, chunk: Array(photo)))
             }
             _ = try await ocr.addRecord(OcrV1.AddRecordRequest(template: "Bench", values: draft.values))
             latencies.append((ContinuousClock.now - started).seconds)
             if draft.values.map(\.text) == DisplayPhotos.values[1 + index % 2] { correct += 1 }
         }
         let p50 = latencies.sorted()[latencies.count / 2 - (latencies.count % 2 == 0 ? 1 : 0)]
-        print(String(format: "template record from a 1.0-megapixel photo (1200 × 840): p50 %.3f s, max %.3f s, %d of %d records right", p50, latencies.max() ?? 0, correct, latencies.count))
+        print(
+            String(
+                format:
+                    "template record from a 1.0-megapixel photo (1200 × 840): p50 %.3f s, max %.3f s, %d of %d records right",
+                p50, latencies.max() ?? 0, correct, latencies.count))
         print("goal template record p50 < 0.5 s: \(p50 < 0.5 ? "met" : "NOT met")")
     }
 }

@@ -35,9 +35,11 @@ struct PartsBenchmark {
         let requestBytes = request.serializedBytes()
         let response = RpcV1.EchoResponse(payload: payload, index: 0)
         let responseBytes = response.serializedBytes()
-        let requestFrame = RpcV1.Frame(callID: 1, kind: .request, method: RpcV1.Echo.echo.path, hasPayload: true, payload: requestBytes)
+        let requestFrame = RpcV1.Frame(
+            callID: 1, kind: .request, method: RpcV1.Echo.echo.path, hasPayload: true, payload: requestBytes)
         let statusFrame = RpcV1.Frame(callID: 1, kind: .status, hasPayload: true, payload: responseBytes)
-        let outbox = UnsafeMutableRawBufferPointer.allocate(byteCount: max(FrameEnvelope.size(of: requestFrame), FrameEnvelope.size(of: statusFrame)), alignment: 16)
+        let outbox = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: max(FrameEnvelope.size(of: requestFrame), FrameEnvelope.size(of: statusFrame)), alignment: 16)
         defer { outbox.deallocate() }
         let server = RPCServer(name: "parts", services: [EchoService()])
         let head = CallHead(method: RpcV1.Echo.echo.path, peer: "parts")
@@ -45,14 +47,20 @@ struct PartsBenchmark {
 
         // The transport's envelope codec (FrameEnvelope), and protobuf-c's beside it as the baseline it replaced.
         func encode(_ frame: RpcV1.Frame) -> Double {
-            time(iterations) { FrameEnvelope.encode(frame, into: UnsafeMutableRawBufferPointer(rebasing: outbox[0..<FrameEnvelope.size(of: frame)])) }
+            time(iterations) {
+                FrameEnvelope.encode(
+                    frame, into: UnsafeMutableRawBufferPointer(rebasing: outbox[0..<FrameEnvelope.size(of: frame)]))
+            }
         }
         func decode(_ frame: RpcV1.Frame) -> Double {
             let bytes = FrameEnvelope.bytes(of: frame)
             return time(iterations) { _ = bytes.withUnsafeBytes { try? FrameEnvelope.decode($0) } }
         }
         func encodeByProtobufC(_ frame: RpcV1.Frame) -> Double {
-            time(iterations) { frame.serialize(into: { count, pack in pack(UnsafeMutableRawBufferPointer(rebasing: outbox[0..<count])) }) }
+            time(iterations) {
+                frame.serialize(into: { count, pack in pack(UnsafeMutableRawBufferPointer(rebasing: outbox[0..<count]))
+                })
+            }
         }
         func decodeByProtobufC(_ frame: RpcV1.Frame) -> Double {
             let bytes = frame.serializedBytes()
@@ -62,17 +70,28 @@ struct PartsBenchmark {
         parts.append(("client: request message encode", time(iterations) { _ = request.serializedBytes() }))
         parts.append(("client: request envelope encode into the outbox", encode(requestFrame)))
         parts.append(("server: request envelope decode", decode(requestFrame)))
-        parts.append(("server: RPCServer.handle (decode, echo, encode, stats)", await time(iterations) {
-            await server.handle(head, request: requestBytes, sink: sink)
-        }))
+        parts.append(
+            (
+                "server: RPCServer.handle (decode, echo, encode, stats)",
+                await time(iterations) {
+                    await server.handle(head, request: requestBytes, sink: sink)
+                }
+            ))
         parts.append(("server: starting and ending the handler's task", time(iterations) { Task.immediate {} }))
         parts.append(("server: status envelope encode into the outbox", encode(statusFrame)))
         parts.append(("client: status envelope decode", decode(statusFrame)))
-        parts.append(("client: response message decode", time(iterations) { _ = try? RpcV1.EchoResponse(serializedBytes: responseBytes) }))
+        parts.append(
+            (
+                "client: response message decode",
+                time(iterations) { _ = try? RpcV1.EchoResponse(serializedBytes: responseBytes) }
+            ))
 
         let label = sizeLabel(payload.count)
         var rows = parts.map { [label, $0.name, String(format: "%.0f", $0.nanoseconds)] }
-        rows.append([label, "sum: the RPC layer's own work per call", String(format: "%.0f", parts.reduce(0) { $0 + $1.nanoseconds })])
+        rows.append([
+            label, "sum: the RPC layer's own work per call",
+            String(format: "%.0f", parts.reduce(0) { $0 + $1.nanoseconds }),
+        ])
         let baseline = [
             ("baseline: request envelope encode by protobuf-c", encodeByProtobufC(requestFrame)),
             ("baseline: request envelope decode by protobuf-c", decodeByProtobufC(requestFrame)),
@@ -85,11 +104,12 @@ struct PartsBenchmark {
 
     /// Median nanoseconds per run of `body` over `samples` loops of `iterations` runs.
     private func time(_ iterations: Int, _ body: () -> Void) -> Double {
-        median((0..<samples).map { _ in
-            let start = ContinuousClock.now
-            for _ in 0..<iterations { body() }
-            return (ContinuousClock.now - start).seconds * 1e9 / Double(iterations)
-        })
+        median(
+            (0..<samples).map { _ in
+                let start = ContinuousClock.now
+                for _ in 0..<iterations { body() }
+                return (ContinuousClock.now - start).seconds * 1e9 / Double(iterations)
+            })
     }
 
     private func time(_ iterations: Int, _ body: () async -> Void) async -> Double {

@@ -32,20 +32,37 @@ struct RPCBenchmark {
     func run() async throws {
         let duration = Duration.milliseconds(Int64(secondsPerRun * 1000))
         let rawServer = try RawEchoServer()
-        let rpcServer = try TCPServer(rpc: RPCServer(name: "bench", services: [EchoService()]), port: 0, limits: benchLimits)
+        let rpcServer = try TCPServer(
+            rpc: RPCServer(name: "bench", services: [EchoService()]), port: 0, limits: benchLimits)
         let rawClient = try await RawEchoClient(endpoint: rawServer.address)
-        let rpcClient = RPCClient(transports: try (0..<connections).map { _ in try TCPClientTransport(endpoint: rpcServer.address) })
+        let rpcClient = RPCClient(
+            transports: try (0..<connections).map { _ in try TCPClientTransport(endpoint: rpcServer.address) })
         let httpClient = try await HTTPEchoClient(endpoint: rpcServer.address, connections: callerCounts.max() ?? 1)
         let certificates = try BenchCertificates()
         let tlsServer = TCPServer(port: 0, limits: benchLimits)
-        tlsServer.serveTLS(try .server(certificateFile: certificates.server.certificate, keyFile: certificates.server.key, caFile: certificates.ca))
+        tlsServer.serveTLS(
+            try .server(
+                certificateFile: certificates.server.certificate, keyFile: certificates.server.key,
+                caFile: certificates.ca))
         try RPCServer(name: "bench-tls", services: [EchoService()]).serve(over: tlsServer)
-        let tlsClient = RPCClient(transports: try (0..<connections).map { _ in try TCPClientTransport(
-            endpoint: tlsServer.address,
-            tls: .client(certificateFile: certificates.client.certificate, keyFile: certificates.client.key, caFile: certificates.ca)) })
+        let tlsClient = RPCClient(
+            transports: try (0..<connections).map { _ in
+                try TCPClientTransport(
+                    endpoint: tlsServer.address,
+                    tls: .client(
+                        certificateFile: certificates.client.certificate, keyFile: certificates.client.key,
+                        caFile: certificates.ca))
+            })
         let aesBytesPerSecond = BenchCertificates.aesGCMBytesPerSecond()
-        if let aesBytesPerSecond { print(String(format: "AES-128-GCM on one core (openssl speed; MENAGERIE_AES_GCM_BYTES_PER_SECOND): %.2f GB/s", aesBytesPerSecond / 1e9)) }
-        print("RPC benchmark: unary echo over loopback, \(rounds) rounds of \(secondsPerRun)s per configuration, \(ProcessInfo.processInfo.activeProcessorCount) cores, servers on \(serverLoops) loop(s), rpc and tls over \(connections) connection(s)")
+        if let aesBytesPerSecond {
+            print(
+                String(
+                    format: "AES-128-GCM on one core (openssl speed; MENAGERIE_AES_GCM_BYTES_PER_SECOND): %.2f GB/s",
+                    aesBytesPerSecond / 1e9))
+        }
+        print(
+            "RPC benchmark: unary echo over loopback, \(rounds) rounds of \(secondsPerRun)s per configuration, \(ProcessInfo.processInfo.activeProcessorCount) cores, servers on \(serverLoops) loop(s), rpc and tls over \(connections) connection(s)"
+        )
         var peer: GRPCPeer?
         if includePeer {
             switch GRPCPeer.prepare() {
@@ -65,17 +82,23 @@ struct RPCBenchmark {
                 var tlss: [Measurement] = []
                 for _ in 0..<rounds {
                     if includeFloor {
-                        raws.append(try await Measurement.run(callers: callers, duration: duration) { _ = try await rawClient.echo(payload) })
+                        raws.append(
+                            try await Measurement.run(callers: callers, duration: duration) {
+                                _ = try await rawClient.echo(payload)
+                            })
                     }
-                    rpcs.append(try await Measurement.run(callers: callers, duration: duration) {
-                        _ = try await rpcClient.unary(RpcV1.Echo.echo, request)
-                    })
-                    https.append(try await Measurement.run(callers: callers, duration: duration) {
-                        _ = try await httpClient.echo(request)
-                    })
-                    tlss.append(try await Measurement.run(callers: callers, duration: duration) {
-                        _ = try await tlsClient.unary(RpcV1.Echo.echo, request)
-                    })
+                    rpcs.append(
+                        try await Measurement.run(callers: callers, duration: duration) {
+                            _ = try await rpcClient.unary(RpcV1.Echo.echo, request)
+                        })
+                    https.append(
+                        try await Measurement.run(callers: callers, duration: duration) {
+                            _ = try await httpClient.echo(request)
+                        })
+                    tlss.append(
+                        try await Measurement.run(callers: callers, duration: duration) {
+                            _ = try await tlsClient.unary(RpcV1.Echo.echo, request)
+                        })
                 }
                 let grpc = peer?.measure(size: size, callers: callers, rounds: rounds, seconds: secondsPerRun)
                 let raw = includeFloor ? Measurement.combining(raws) : Measurement()
@@ -86,7 +109,10 @@ struct RPCBenchmark {
                 let aesMicros = aesBytesPerSecond.map { Double(4 * size) / $0 * 1e6 }
                 let tlsExtra = tls.cpuMicrosPerCall - rpc.cpuMicrosPerCall
                 let label = "\(sizeLabel(size)), \(callers) callers"
-                let ratio = includeFloor ? median(zip(rpcs, raws).map { $1.callsPerSecond > 0 ? $0.callsPerSecond / $1.callsPerSecond : 0 }) : 0
+                let ratio =
+                    includeFloor
+                    ? median(zip(rpcs, raws).map { $1.callsPerSecond > 0 ? $0.callsPerSecond / $1.callsPerSecond : 0 })
+                    : 0
                 rows.append([
                     sizeLabel(size), "\(callers)",
                     String(format: "%.0f", raw.callsPerSecond), String(format: "%.3f", raw.percentileMilliseconds(0.5)),
@@ -94,48 +120,72 @@ struct RPCBenchmark {
                     String(format: "%.0f", rpc.callsPerSecond), String(format: "%.3f", rpc.percentileMilliseconds(0.5)),
                     String(format: "%.3f", rpc.percentileMilliseconds(0.99)), String(format: "%.2f", ratio),
                     String(format: "%.1f", raw.cpuMicrosPerCall), String(format: "%.1f", rpc.cpuMicrosPerCall),
-                    grpc.map { String(format: "%.0f", $0.callsPerSecond) } ?? "-", grpc.map { String(format: "%.3f", $0.p99Milliseconds) } ?? "-",
+                    grpc.map { String(format: "%.0f", $0.callsPerSecond) } ?? "-",
+                    grpc.map { String(format: "%.3f", $0.p99Milliseconds) } ?? "-",
                     grpc.map { String(format: "%.1f", $0.cpuMicrosPerCall) } ?? "-",
                     grpc.map { String(format: "%.2f", rpc.callsPerSecond / $0.callsPerSecond) } ?? "-",
                     grpc.map { String(format: "%.2f", rpc.cpuMicrosPerCall / $0.cpuMicrosPerCall) } ?? "-",
-                    String(format: "%.0f", http.callsPerSecond), String(format: "%.3f", http.percentileMilliseconds(0.99)),
+                    String(format: "%.0f", http.callsPerSecond),
+                    String(format: "%.3f", http.percentileMilliseconds(0.99)),
                     String(format: "%.1f", http.cpuMicrosPerCall),
-                    String(format: "%.2f", median(zip(https, rpcs).map { $1.callsPerSecond > 0 ? $0.callsPerSecond / $1.callsPerSecond : 0 })),
-                    String(format: "%.0f", tls.callsPerSecond), String(format: "%.3f", tls.percentileMilliseconds(0.99)),
+                    String(
+                        format: "%.2f",
+                        median(
+                            zip(https, rpcs).map { $1.callsPerSecond > 0 ? $0.callsPerSecond / $1.callsPerSecond : 0 })),
+                    String(format: "%.0f", tls.callsPerSecond),
+                    String(format: "%.3f", tls.percentileMilliseconds(0.99)),
                     String(format: "%.1f", tls.cpuMicrosPerCall), String(format: "%.1f", tlsExtra),
                     aesMicros.map { String(format: "%.1f", $0) } ?? "-",
                 ])
                 if let aesMicros, size >= 64 << 10 {
                     let met = tlsExtra <= aesMicros * 1.3
-                    verdicts.append("goal tls adds <= AES-GCM work + 30% at \(label): \(String(format: "%.1f", tlsExtra)) µs vs \(String(format: "%.1f", aesMicros)) µs of AES-GCM (\(String(format: "%.2f", tlsExtra / aesMicros))x) \(met ? "met" : "NOT met")")
+                    verdicts.append(
+                        "goal tls adds <= AES-GCM work + 30% at \(label): \(String(format: "%.1f", tlsExtra)) µs vs \(String(format: "%.1f", aesMicros)) µs of AES-GCM (\(String(format: "%.2f", tlsExtra / aesMicros))x) \(met ? "met" : "NOT met")"
+                    )
                 }
                 if callers == 64 {
-                    verdicts.append("goal rpc/raw calls/s >= 0.50 at \(label): \(String(format: "%.2f", ratio)) \(ratio >= 0.5 ? "met" : "NOT met")")
+                    verdicts.append(
+                        "goal rpc/raw calls/s >= 0.50 at \(label): \(String(format: "%.2f", ratio)) \(ratio >= 0.5 ? "met" : "NOT met")"
+                    )
                 }
                 // Issue 28's: a small call at half its CPU, a large one near the floor.
                 if size <= 64, callers == 64 {
                     let met = ratio >= 0.35 && rpc.cpuMicrosPerCall <= 12
-                    verdicts.append(String(format: "goal (issue 28) small call at %@: rpc/raw %.2f >= 0.35 and CPU %.1f <= 12 µs a call %@",
-                                           label, ratio, rpc.cpuMicrosPerCall, met ? "met" : "NOT met"))
+                    verdicts.append(
+                        String(
+                            format:
+                                "goal (issue 28) small call at %@: rpc/raw %.2f >= 0.35 and CPU %.1f <= 12 µs a call %@",
+                            label, ratio, rpc.cpuMicrosPerCall, met ? "met" : "NOT met"))
                 }
                 if size >= 64 << 10, callers == 16 || callers == 64 {
-                    verdicts.append(String(format: "goal (issue 28) large call at %@: rpc/raw %.2f >= 0.85 %@", label, ratio, ratio >= 0.85 ? "met" : "NOT met"))
+                    verdicts.append(
+                        String(
+                            format: "goal (issue 28) large call at %@: rpc/raw %.2f >= 0.85 %@", label, ratio,
+                            ratio >= 0.85 ? "met" : "NOT met"))
                 }
                 if let grpc, size >= 64 << 10 {
                     let ahead = rpc.callsPerSecond / grpc.callsPerSecond
-                    verdicts.append("goal rpc ahead of gRPC C++ at \(label): \(String(format: "%.2f", ahead))x its calls/s \(ahead > 1 ? "met" : "NOT met")")
+                    verdicts.append(
+                        "goal rpc ahead of gRPC C++ at \(label): \(String(format: "%.2f", ahead))x its calls/s \(ahead > 1 ? "met" : "NOT met")"
+                    )
                 }
                 if callers == 16 {
                     let p99 = rpc.percentileMilliseconds(0.99)
-                    verdicts.append("goal rpc p99 < 1 ms at \(label): \(String(format: "%.3f", p99)) ms \(p99 < 1 ? "met" : "NOT met")")
+                    verdicts.append(
+                        "goal rpc p99 < 1 ms at \(label): \(String(format: "%.3f", p99)) ms \(p99 < 1 ? "met" : "NOT met")"
+                    )
                 }
             }
         }
         printTable(
-            ["payload", "callers", "raw calls/s", "raw p50 ms", "raw p99 ms", "rpc calls/s", "rpc p50 ms", "rpc p99 ms", "rpc/raw",
-             "raw cpu µs/call", "rpc cpu µs/call", "grpc calls/s", "grpc p99 ms", "grpc cpu µs/call", "rpc/grpc calls/s",
-             "rpc/grpc cpu", "http+json calls/s", "http+json p99 ms", "http+json cpu µs/call", "http/rpc calls/s",
-             "tls calls/s", "tls p99 ms", "tls cpu µs/call", "tls-rpc cpu µs/call", "aes-gcm µs/call"], rows)
+            [
+                "payload", "callers", "raw calls/s", "raw p50 ms", "raw p99 ms", "rpc calls/s", "rpc p50 ms",
+                "rpc p99 ms", "rpc/raw",
+                "raw cpu µs/call", "rpc cpu µs/call", "grpc calls/s", "grpc p99 ms", "grpc cpu µs/call",
+                "rpc/grpc calls/s",
+                "rpc/grpc cpu", "http+json calls/s", "http+json p99 ms", "http+json cpu µs/call", "http/rpc calls/s",
+                "tls calls/s", "tls p99 ms", "tls cpu µs/call", "tls-rpc cpu µs/call", "aes-gcm µs/call",
+            ], rows)
         for verdict in verdicts { print(verdict) }
         rawClient.close()
         rpcClient.close()
@@ -165,11 +215,18 @@ struct BenchCertificates {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         try "subjectAltName=IP:127.0.0.1\n".write(toFile: "\(directory)/ext", atomically: true, encoding: .utf8)
-        _ = try Self.openssl(["req", "-x509"] + ec + ["-keyout", "\(directory)/ca.key", "-out", ca, "-days", "2", "-subj", "/CN=bench CA"])
+        _ = try Self.openssl(
+            ["req", "-x509"] + ec + [
+                "-keyout", "\(directory)/ca.key", "-out", ca, "-days", "2", "-subj", "/CN=bench CA",
+            ])
         for name in ["server", "client"] {
-            _ = try Self.openssl(["req"] + ec + ["-keyout", "\(directory)/\(name).key", "-out", "\(directory)/\(name).csr", "-subj", "/CN=\(name)"])
+            _ = try Self.openssl(
+                ["req"] + ec + [
+                    "-keyout", "\(directory)/\(name).key", "-out", "\(directory)/\(name).csr", "-subj", "/CN=\(name)",
+                ])
             _ = try Self.openssl([
-                "x509", "-req", "-in", "\(directory)/\(name).csr", "-CA", ca, "-CAkey", "\(directory)/ca.key", "-CAcreateserial",
+                "x509", "-req", "-in", "\(directory)/\(name).csr", "-CA", ca, "-CAkey", "\(directory)/ca.key",
+                "-CAcreateserial",
                 "-days", "2", "-extfile", "\(directory)/ext", "-out", "\(directory)/\(name).pem",
             ])
         }
@@ -194,7 +251,9 @@ struct BenchCertificates {
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw RPCError(.internalError, "openssl \(arguments.first ?? "") failed") }
+        guard process.terminationStatus == 0 else {
+            throw RPCError(.internalError, "openssl \(arguments.first ?? "") failed")
+        }
         return String(decoding: data, as: UTF8.self)
     }
 }

@@ -55,42 +55,64 @@ struct ServiceAbuseBenchmark {
         let targets = [
             ocrUploads(), classificationBombs(), healthUnreadStreams(),
             compressedBodies(executable: "zoo", method: ZooV1.Zoo.searchAnimals.path, bodies: count(20, minimum: 4)),
-            compressedBodies(executable: "health", method: HealthV1.Health.addSamples.path, bodies: count(6, minimum: 2)),
-            compressedBodies(executable: "zoo", method: ZooV1.Zoo.searchAnimals.path, bodies: count(4, minimum: 2), variant: .plain),
-            compressedBodies(executable: "health", method: HealthV1.Health.push.path, bodies: count(6, minimum: 2), variant: .streamed),
             compressedBodies(
-                executable: "health", method: HealthV1.Health.push.path, bodies: count(6, minimum: 2), variant: .streamed, token: true),
+                executable: "health", method: HealthV1.Health.addSamples.path, bodies: count(6, minimum: 2)),
+            compressedBodies(
+                executable: "zoo", method: ZooV1.Zoo.searchAnimals.path, bodies: count(4, minimum: 2), variant: .plain),
+            compressedBodies(
+                executable: "health", method: HealthV1.Health.push.path, bodies: count(6, minimum: 2),
+                variant: .streamed),
+            compressedBodies(
+                executable: "health", method: HealthV1.Health.push.path, bodies: count(6, minimum: 2),
+                variant: .streamed, token: true),
         ]
-            .filter { target in only.map { names in names.contains { target.name.contains($0) } } ?? true }
+        .filter { target in only.map { names in names.contains { target.name.contains($0) } } ?? true }
         guard !targets.isEmpty else { return }
-        print("Service abuse benchmark: issue 24's attacks on OCR, classification and health, each replica with --memory-budget "
-              + "\(Self.budgetMiB); RSS goal: its unloaded RSS + \(Self.budgetMiB) MiB budget + \(Self.slackMiB) MiB its lanes may build "
-              + "beside it; scale \(scale), at least \(holdSeconds) s per attack")
+        print(
+            "Service abuse benchmark: issue 24's attacks on OCR, classification and health, each replica with --memory-budget "
+                + "\(Self.budgetMiB); RSS goal: its unloaded RSS + \(Self.budgetMiB) MiB budget + \(Self.slackMiB) MiB its lanes may build "
+                + "beside it; scale \(scale), at least \(holdSeconds) s per attack")
         var rows: [[String]] = [], failures: [String] = []
         for target in targets {
             let row = try await attack(target)
             if let missed = row.missed { failures.append("\(target.name): \(missed) not met") }
             rows.append(row.cells)
         }
-        printTable(["attack", "alive", "health p50/max ms", "quick call p50/max ms", "peak RSS (goal)", "lost", "kept", "verdict", "notes"], rows)
-        print(failures.isEmpty ? "every goal met under every service attack" : "goals not met:\n  " + failures.joined(separator: "\n  "))
+        printTable(
+            [
+                "attack", "alive", "health p50/max ms", "quick call p50/max ms", "peak RSS (goal)", "lost", "kept",
+                "verdict", "notes",
+            ], rows)
+        print(
+            failures.isEmpty
+                ? "every goal met under every service attack"
+                : "goals not met:\n  " + failures.joined(separator: "\n  "))
     }
 
     private func attack(_ target: Target) async throws -> (cells: [String], missed: String?) {
-        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent()
             .appendingPathComponent(target.executable)
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
-            return ([target.name, "no \(target.executable) at \(binary.path): swift build [-c release] --product \(target.executable)"]
-                        + Array(repeating: "", count: 7), nil)
+            return (
+                [
+                    target.name,
+                    "no \(target.executable) at \(binary.path): swift build [-c release] --product \(target.executable)",
+                ]
+                    + Array(repeating: "", count: 7), nil
+            )
         }
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("service-abuse-\(UUID().uuidString)")
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "service-abuse-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
         let port = try AbuseBenchmark.freePort()
         let replica = Process()
         replica.executableURL = binary
-        replica.arguments = ["--port", "\(port)", "--data-dir", scratch.appendingPathComponent("data").path, "--log-level", "warning",
-                             "--memory-budget", "\(Self.budgetMiB)", "--loops", "\(serverLoops)"]
+        replica.arguments = [
+            "--port", "\(port)", "--data-dir", scratch.appendingPathComponent("data").path, "--log-level", "warning",
+            "--memory-budget", "\(Self.budgetMiB)", "--loops", "\(serverLoops)",
+        ]
         var environment = ProcessInfo.processInfo.environment
         // The attacker calls as the stack's admin (the imports it sends are admin-only): a user with a token is let as far.
         environment["MENAGERIE_ADMIN_TOKEN"] = AbuseBenchmark.adminToken
@@ -115,11 +137,15 @@ struct ServiceAbuseBenchmark {
             }
             try await Task.sleep(for: .milliseconds(200))
         }
-        let client = RPCClient(transports: [try TCPClientTransport(endpoint: "127.0.0.1:\(port)")], retry: .init(maxAttempts: 1))
+        let client = RPCClient(
+            transports: [try TCPClientTransport(endpoint: "127.0.0.1:\(port)")], retry: .init(maxAttempts: 1))
         defer { client.close() }
         let check: @Sendable (RPCClient) async -> String?
         do { check = try await target.prepare(client) } catch {
-            return ([target.name, "could not store what the attack must leave: \(error)"] + Array(repeating: "", count: 7), "prepare")
+            return (
+                [target.name, "could not store what the attack must leave: \(error)"] + Array(repeating: "", count: 7),
+                "prepare"
+            )
         }
         try await Task.sleep(for: .seconds(1))
         let base = Memory.read(pid).rss
@@ -136,20 +162,25 @@ struct ServiceAbuseBenchmark {
         let missing = alive ? await check(client) : "the replica died"
         let lost = outcome.lost + health.failures + quick.failures
         let verdicts = [
-            ("alive", alive), ("health", health.max <= Self.healthGoal && health.failures == 0), ("quick calls", quick.failures == 0),
+            ("alive", alive), ("health", health.max <= Self.healthGoal && health.failures == 0),
+            ("quick calls", quick.failures == 0),
             ("RSS", peak <= goal), ("nothing lost", lost == 0 && missing == nil),
         ]
         let missed = verdicts.filter { !$0.1 }.map(\.0)
         func latency(_ figures: Probes.Figures) -> String {
-            String(format: "%.1f / %.1f", figures.p50 * 1000, figures.max * 1000) + (figures.failures > 0 ? " (\(figures.failures) failed)" : "")
+            String(format: "%.1f / %.1f", figures.p50 * 1000, figures.max * 1000)
+                + (figures.failures > 0 ? " (\(figures.failures) failed)" : "")
         }
-        return ([
-            target.name, alive ? "yes (pid \(pid))" : "NO", latency(health),
-            latency(quick) + (quick.slowest.map { String(format: " (at +%.1f s)", $0.at) } ?? "")
-                + (quick.firstFailure.map { "; first failure: \($0)" } ?? ""),
-            "\(Memory.mib(peak)) (≤ \(Memory.mib(goal)))", "\(lost)", missing ?? "all", missed.isEmpty ? "all met" : "NOT met: " + missed.joined(separator: ", "),
-            String(format: "%.1f s; ", took) + outcome.note,
-        ], missed.isEmpty ? nil : missed.joined(separator: ", "))
+        return (
+            [
+                target.name, alive ? "yes (pid \(pid))" : "NO", latency(health),
+                latency(quick) + (quick.slowest.map { String(format: " (at +%.1f s)", $0.at) } ?? "")
+                    + (quick.firstFailure.map { "; first failure: \($0)" } ?? ""),
+                "\(Memory.mib(peak)) (≤ \(Memory.mib(goal)))", "\(lost)", missing ?? "all",
+                missed.isEmpty ? "all met" : "NOT met: " + missed.joined(separator: ", "),
+                String(format: "%.1f s; ", took) + outcome.note,
+            ], missed.isEmpty ? nil : missed.joined(separator: ", ")
+        )
     }
 
     /// How long an attack holds its calls: the hold, and at least the budget's patience and a little, so that a call
@@ -165,13 +196,20 @@ struct ServiceAbuseBenchmark {
         let uploads = count(6, minimum: 2), bytesEach = count(400, minimum: 8) << 20, seconds = attackSeconds
         return Target(name: "upload memory (ocr batches)", executable: "ocr") { client in
             let ocr = OcrV1.OCR.Client(wrapping: client)
-            let kept = try await ocr.createTemplate(.init(
-                name: "kept through the abuse benchmark",
-                values: [.init(name: "Teplota", region: .init(x: 0.1, y: 0.1, width: 0.3, height: 0.1), shape: "#.#°C", label: "T")]),
+            let kept = try await ocr.createTemplate(
+                .init(
+                    name: "kept through the abuse benchmark",
+                    values: [
+                        .init(
+                            name: "Teplota", region: .init(x: 0.1, y: 0.1, width: 0.3, height: 0.1), shape: "#.#°C",
+                            label: "T")
+                    ]),
                 options: Self.admin())
             let values = kept.template?.values.count ?? 0
             return { client in
-                guard let answer = try? await OcrV1.OCR.Client(wrapping: client).getTemplate(.init(template: "kept through the abuse benchmark"), options: Self.admin())
+                guard
+                    let answer = try? await OcrV1.OCR.Client(wrapping: client).getTemplate(
+                        .init(template: "kept through the abuse benchmark"), options: Self.admin())
                 else { return "the template made before is gone" }
                 return answer.template?.values.count == values ? nil : "the template made before changed"
             }
@@ -179,18 +217,26 @@ struct ServiceAbuseBenchmark {
             _ = try await OcrV1.OCR.Client(wrapping: client).listTemplates(.init(), options: Self.admin(10))
         } run: { port in
             // A real 100×100 PNG's bytes start each file (its header passes the pixel check), then zeros, never finished.
-            let png = [UInt8](Data(base64Encoded:
-                "iVBORw0KGgoAAAANSUhEUgAAAGQAAABkCAAAAABVicqIAAAAIUlEQVR4nO3BgQAAAADDoPlTX+EAVQEAAAAAAAAAAACPASd0AAEsXIkWAAAAAElFTkSuQmCC")!)
+            let png = [UInt8](
+                Data(
+                    base64Encoded:
+                        "iVBORw0KGgoAAAANSUhEUgAAAGQAAABkCAAAAABVicqIAAAAIUlEQVR4nO3BgQAAAADDoPlTX+EAVQEAAAAAAAAAAACPASd0AAEsXIkWAAAAAElFTkSuQmCC"
+                )!)
             let sent = ByteCount()
             let outcomes = await withTaskGroup(of: String.self) { group -> [String] in
                 for index in 0..<uploads {
                     group.addTask {
-                        guard let transport = try? TCPClientTransport(endpoint: "127.0.0.1:\(port)") else { return "no connection" }
+                        guard let transport = try? TCPClientTransport(endpoint: "127.0.0.1:\(port)") else {
+                            return "no connection"
+                        }
                         let rpc = RPCClient(transports: [transport], retry: .init(maxAttempts: 1))
                         defer { rpc.close() }
                         do {
-                            _ = try await OcrV1.OCR.Client(wrapping: rpc).startBatchScan(options: Self.admin(Int64(seconds) + 30)) { writer in
-                                try await writer.send(.init(options: .init(), fileName: "display-\(index).png", chunk: png))
+                            _ = try await OcrV1.OCR.Client(wrapping: rpc).startBatchScan(
+                                options: Self.admin(Int64(seconds) + 30)
+                            ) { writer in
+                                try await writer.send(
+                                    .init(options: .init(), fileName: "display-\(index).png", chunk: png))
                                 let zeros = [UInt8](repeating: 0, count: 1 << 20)
                                 var written = png.count
                                 while written < bytesEach {
@@ -217,9 +263,11 @@ struct ServiceAbuseBenchmark {
             }
             let expected: Set = ["refused RESOURCE_EXHAUSTED", "left open until the attack ended"]
             let tally = Dictionary(grouping: outcomes, by: { $0 }).map { "\($0.value.count) \($0.key)" }.sorted()
-            return (outcomes.filter { !expected.contains($0) }.count,
-                    "\(uploads) batch uploads of \(bytesEach >> 20) MiB, \(sent.bytes.load(ordering: .relaxed) >> 20) MiB sent in all: "
-                        + tally.joined(separator: ", "))
+            return (
+                outcomes.filter { !expected.contains($0) }.count,
+                "\(uploads) batch uploads of \(bytesEach >> 20) MiB, \(sent.bytes.load(ordering: .relaxed) >> 20) MiB sent in all: "
+                    + tally.joined(separator: ", ")
+            )
         }
     }
 
@@ -229,57 +277,77 @@ struct ServiceAbuseBenchmark {
         let bombs = count(3), inflated = 2 << 30, hold = holdSeconds
         let made = Mutex<[UInt8]?>(nil)
         return Target(name: "zip bombs (classification imports)", executable: "classification") { client in
-            made.withLock { $0 = Self.zipBomb(inflating: inflated) }  // before the attack: writing 2 GiB of zeros takes seconds
+            // before the attack: writing 2 GiB of zeros takes seconds
+            made.withLock { $0 = Self.zipBomb(inflating: inflated) }
             let catalogue = ClassificationV1.Classification.Client(wrapping: client)
-            let entry = #"[{"label": "kept", "name": "Kept through the abuse benchmark", "local_name": "Zachováno", "attributes": {}}]"#
+            let entry =
+                #"[{"label": "kept", "name": "Kept through the abuse benchmark", "local_name": "Zachováno", "attributes": {}}]"#
             _ = try await catalogue.importCatalogue(.init(json: Array(entry.utf8)), options: Self.admin())
             return { client in
-                let found = try? await ClassificationV1.Classification.Client(wrapping: client).searchCatalogue(.init(query: "abuse benchmark"), options: Self.admin())
+                let found = try? await ClassificationV1.Classification.Client(wrapping: client).searchCatalogue(
+                    .init(query: "abuse benchmark"), options: Self.admin())
                 return found?.entries.contains { $0.label == "kept" } == true ? nil : "the catalogue entry is gone"
             }
         } quick: { client in
-            _ = try await ClassificationV1.Classification.Client(wrapping: client).listModels(.init(), options: Self.admin(10))
+            _ = try await ClassificationV1.Classification.Client(wrapping: client).listModels(
+                .init(), options: Self.admin(10))
         } run: { port in
             guard let bomb = made.withLock({ $0 }) else { return (1, "could not write the bomb (python3's zipfile)") }
             // Rounds of `bombs` imports at once, for the hold, so that the probes measure the replica meanwhile.
             let began = ContinuousClock.now
             var outcomes: [String] = []
-            repeat { outcomes += await withTaskGroup(of: String.self) { group -> [String] in
-                for index in 0..<bombs {
-                    group.addTask {
-                        guard let transport = try? TCPClientTransport(endpoint: "127.0.0.1:\(port)") else { return "no connection" }
-                        let rpc = RPCClient(transports: [transport], retry: .init(maxAttempts: 1))
-                        defer { rpc.close() }
-                        do {
-                            _ = try await ClassificationV1.Classification.Client(wrapping: rpc).importModel(options: Self.admin()) { writer in
-                                var offset = 0
-                                while offset < bomb.count {
-                                    let end = min(bomb.count, offset + (1 << 20))
-                                    try await writer.send(offset == 0
-                                        ? .init(name: "bomb-\(index)", format: .torchscript, data: Array(bomb[offset..<end]), kind: .classifier,
-                                                labels: ["a", "b"], inputWidth: 8, inputHeight: 8)
-                                        : .init(data: Array(bomb[offset..<end])))
-                                    offset = end
-                                }
+            repeat {
+                outcomes += await withTaskGroup(of: String.self) { group -> [String] in
+                    for index in 0..<bombs {
+                        group.addTask {
+                            guard let transport = try? TCPClientTransport(endpoint: "127.0.0.1:\(port)") else {
+                                return "no connection"
                             }
-                            return "imported"
-                        } catch let error as RPCError where error.code == .invalidArgument && error.message.contains("zip bomb") {
-                            return "refused INVALID_ARGUMENT (zip bomb)"
-                        } catch let error as RPCError where error.code == .resourceExhausted && error.message.contains("zip bomb") {
-                            return "refused RESOURCE_EXHAUSTED (zip bomb)"
-                        } catch {
-                            return "\(error)"
+                            let rpc = RPCClient(transports: [transport], retry: .init(maxAttempts: 1))
+                            defer { rpc.close() }
+                            do {
+                                _ = try await ClassificationV1.Classification.Client(wrapping: rpc).importModel(
+                                    options: Self.admin()
+                                ) { writer in
+                                    var offset = 0
+                                    while offset < bomb.count {
+                                        let end = min(bomb.count, offset + (1 << 20))
+                                        try await writer.send(
+                                            offset == 0
+                                                ? .init(
+                                                    name: "bomb-\(index)", format: .torchscript,
+                                                    data: Array(bomb[offset..<end]), kind: .classifier,
+                                                    labels: ["a", "b"], inputWidth: 8, inputHeight: 8)
+                                                : .init(data: Array(bomb[offset..<end])))
+                                        offset = end
+                                    }
+                                }
+                                return "imported"
+                            } catch let error as RPCError
+                                where error.code == .invalidArgument && error.message.contains("zip bomb")
+                            {
+                                return "refused INVALID_ARGUMENT (zip bomb)"
+                            } catch let error as RPCError
+                                where error.code == .resourceExhausted && error.message.contains("zip bomb")
+                            {
+                                return "refused RESOURCE_EXHAUSTED (zip bomb)"
+                            } catch {
+                                return "\(error)"
+                            }
                         }
                     }
+                    var outcomes: [String] = []
+                    for await outcome in group { outcomes.append(outcome) }
+                    return outcomes
                 }
-                var outcomes: [String] = []
-                for await outcome in group { outcomes.append(outcome) }
-                return outcomes
-            } } while (ContinuousClock.now - began).seconds < hold
+            } while (ContinuousClock.now - began).seconds < hold
             let expected: Set = ["refused INVALID_ARGUMENT (zip bomb)", "refused RESOURCE_EXHAUSTED (zip bomb)"]
             let tally = Dictionary(grouping: outcomes, by: { $0 }).map { "\($0.value.count) \($0.key)" }.sorted()
-            return (outcomes.filter { !expected.contains($0) }.count,
-                    "\(outcomes.count / bombs) rounds of \(bombs) imports at once of a \(bomb.count >> 10) KiB file inflating to \(inflated >> 30) GiB: " + tally.joined(separator: ", "))
+            return (
+                outcomes.filter { !expected.contains($0) }.count,
+                "\(outcomes.count / bombs) rounds of \(bombs) imports at once of a \(bomb.count >> 10) KiB file inflating to \(inflated >> 30) GiB: "
+                    + tally.joined(separator: ", ")
+            )
         }
     }
 
@@ -289,14 +357,17 @@ struct ServiceAbuseBenchmark {
         defer { try? FileManager.default.removeItem(atPath: path) }
         let python = Process()
         python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        python.arguments = ["-c", """
+        python.arguments = [
+            "-c",
+            """
             import sys, zipfile
             with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
                 with z.open("archive/data.pkl", "w", force_zip64=True) as f:
                     block = bytes(64 << 20)
                     for _ in range(int(sys.argv[2]) // len(block)): f.write(block)
                 z.writestr("archive/version", b"3\\n")
-            """, path, "\(bytes)"]
+            """, path, "\(bytes)",
+        ]
         guard (try? python.run()) != nil else { return nil }
         python.waitUntilExit()
         guard python.terminationStatus == 0, let data = FileManager.default.contents(atPath: path) else { return nil }
@@ -307,33 +378,40 @@ struct ServiceAbuseBenchmark {
     /// an `ExportCSV` and never read an answer, beside sockets that ask and never read at all. Each blocked stream must
     /// hold at most its window and what the budget lends (before: 69 → 1,064 MiB, 719 MiB after every client went).
     func healthUnreadStreams() -> Target {
-        let samples = count(30_000, minimum: 10_000), connections = count(60, minimum: 6), unread = count(40, minimum: 4)
+        let samples = count(30_000, minimum: 10_000), connections = count(60, minimum: 6),
+            unread = count(40, minimum: 4)
         let seconds = holdSeconds
         let token = Mutex("")
         return Target(name: "server streams nobody reads (health)", executable: "health") { client in
             let health = HealthV1.Health.Client(wrapping: client)
-            let created = try await health.createUser(.init(name: "reader\(UInt32.random(in: 0...UInt32.max))"), options: Self.admin())
+            let created = try await health.createUser(
+                .init(name: "reader\(UInt32.random(in: 0...UInt32.max))"), options: Self.admin())
             token.withLock { $0 = created.token }
             let options = CallOptions(metadata: ["authorization": "Bearer \(created.token)"])
             let start = Int64(Date().timeIntervalSince1970 * 1000) - Int64(samples) * 60_000
             for first in stride(from: 0, to: samples, by: 10_000) {
                 let page = (first..<min(samples, first + 10_000)).map { index in
-                    HealthV1.Sample(uuid: UUID().uuidString, type: "heartRate", value: Double(60 + index % 40), unit: "count/min",
-                                    startMs: start + Int64(index) * 60_000, endMs: start + Int64(index) * 60_000, source: "Apple Watch")
+                    HealthV1.Sample(
+                        uuid: UUID().uuidString, type: "heartRate", value: Double(60 + index % 40), unit: "count/min",
+                        startMs: start + Int64(index) * 60_000, endMs: start + Int64(index) * 60_000,
+                        source: "Apple Watch")
                 }
                 _ = try await health.addSamples(.init(samples: page), options: options)
             }
             return { client in
                 var pulled = 0
                 do {
-                    for try await page in HealthV1.Health.Client(wrapping: client).pull(.init(pageSize: 10_000), options: options) {
+                    for try await page in HealthV1.Health.Client(wrapping: client).pull(
+                        .init(pageSize: 10_000), options: options)
+                    {
                         pulled += page.samples.count
                     }
                 } catch { return "a reading client's Pull failed: \(error)" }
                 return pulled == samples ? nil : "\(pulled) of \(samples) samples pulled"
             }
         } quick: { client in
-            let options = CallOptions(timeout: .seconds(10), metadata: ["authorization": "Bearer \(token.withLock { $0 })"])
+            let options = CallOptions(
+                timeout: .seconds(10), metadata: ["authorization": "Bearer \(token.withLock { $0 })"])
             _ = try await HealthV1.Health.Client(wrapping: client).getAccount(.init(), options: options)
         } run: { port in
             await AbuseBenchmark.onThread {
@@ -344,11 +422,15 @@ struct ServiceAbuseBenchmark {
                 for index in 0..<(connections + unread) {
                     guard let socket = AttackSocket(port: port, timeout: 1, sendTimeout: 5) else { continue }
                     var calls = (1...3).flatMap {
-                        Frames.request(id: UInt64($0), method: HealthV1.Health.pull.path, payload: pull, metadata: [authorization])
+                        Frames.request(
+                            id: UInt64($0), method: HealthV1.Health.pull.path, payload: pull, metadata: [authorization])
                     }
-                    calls += index < connections
-                        ? Frames.request(id: 4, method: HealthV1.Health.exportCSV.path, payload: export, metadata: [authorization])
-                        : Frames.request(id: 4, method: HealthV1.Health.pull.path, payload: pull, metadata: [authorization])
+                    calls +=
+                        index < connections
+                        ? Frames.request(
+                            id: 4, method: HealthV1.Health.exportCSV.path, payload: export, metadata: [authorization])
+                        : Frames.request(
+                            id: 4, method: HealthV1.Health.pull.path, payload: pull, metadata: [authorization])
                     socket.write(calls)
                     sockets.append(socket)
                 }
@@ -356,9 +438,11 @@ struct ServiceAbuseBenchmark {
                 let connected = sockets.count
                 sockets.removeAll()  // closed: the replica must give back what they held
                 Thread.sleep(forTimeInterval: 1)
-                return (connections + unread - connected,
-                        "\(samples) samples; \(connected) connections × (3 Pull of 10,000 a page + ExportCSV or a 4th Pull), none read, "
-                            + "closed after \(Int(seconds)) s")
+                return (
+                    connections + unread - connected,
+                    "\(samples) samples; \(connected) connections × (3 Pull of 10,000 a page + ExportCSV or a 4th Pull), none read, "
+                        + "closed after \(Int(seconds)) s"
+                )
             }
         }
     }
@@ -382,14 +466,18 @@ extension ServiceAbuseBenchmark {
     /// 100 ms (before: one loop turn of the zoo took 23.3 s and a health check waited 27 s; health's 401s came after an
     /// 8.5 s stall). Its variants: the JSON sent plain (four such bodies stalled the loop ~2 s), and as a client
     /// stream's compressed envelope, with and without a token (inflated by the stream's handler as it takes it).
-    func compressedBodies(executable: String, method: String, bodies: Int, variant: BodyVariant = .gzip, token: Bool = false) -> Target {
+    func compressedBodies(
+        executable: String, method: String, bodies: Int, variant: BodyVariant = .gzip, token: Bool = false
+    ) -> Target {
         let seconds = holdSeconds
-        let name = "\(variant == .gzip ? "compressed" : variant.rawValue) JSON bodies (\(executable) \(method.split(separator: "/").last ?? "")"
+        let name =
+            "\(variant == .gzip ? "compressed" : variant.rawValue) JSON bodies (\(executable) \(method.split(separator: "/").last ?? "")"
             + "\(token ? ", admin" : variant == .gzip ? "" : ", no token"))"
         return Target(name: name, executable: executable) { _ in
             { _ in nil }
         } quick: { client in
-            _ = try await client.unary(RpcV1.Reflection.listServices, RpcV1.ListServicesRequest(), options: CallOptions(timeout: .seconds(10)))
+            _ = try await client.unary(
+                RpcV1.Reflection.listServices, RpcV1.ListServicesRequest(), options: CallOptions(timeout: .seconds(10)))
         } run: { port in
             await AbuseBenchmark.onThread {
                 let json = [UInt8(ascii: "{")] + [UInt8](repeating: 0x20, count: 60 << 20) + [UInt8(ascii: "}")]
@@ -405,7 +493,11 @@ extension ServiceAbuseBenchmark {
                 case .streamed:
                     let envelope = Gzip.compress(json, level: 9)
                     let length = UInt32(envelope.count)
-                    body = [0x01, UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)] + envelope
+                    body =
+                        [
+                            0x01, UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF),
+                            UInt8(length & 0xFF),
+                        ] + envelope
                     head += "Content-Type: application/connect+json\r\nConnect-Content-Encoding: gzip\r\n"
                 }
                 if token { head += "Authorization: Bearer \(AbuseBenchmark.adminToken)\r\n" }
@@ -419,8 +511,12 @@ extension ServiceAbuseBenchmark {
                 }
                 var answered = 0
                 for socket in sockets where socket.readHTTPStatuses(until: 1).answers == 1 { answered += 1 }
-                return (bodies - answered, "\(bodies) bodies of \(body.count) B\(variant == .plain ? "" : " inflating to \(json.count >> 20) MiB"), "
-                            + (token ? "the admin's token; " : "no token; ") + String(format: "all answered within %.1f s", Date().timeIntervalSince(began)))
+                return (
+                    bodies - answered,
+                    "\(bodies) bodies of \(body.count) B\(variant == .plain ? "" : " inflating to \(json.count >> 20) MiB"), "
+                        + (token ? "the admin's token; " : "no token; ")
+                        + String(format: "all answered within %.1f s", Date().timeIntervalSince(began))
+                )
             }
         }
     }
@@ -449,33 +545,37 @@ final class ServiceProbes: @unchecked Sendable {
     }
 
     func start() {
-        tasks.append(Task { [self] in
-            await AbuseBenchmark.onThread { [self] in
-                while !stopped.load(ordering: .relaxed) {
-                    let began = ContinuousClock.now
-                    let ok = Probe.health(port: port) == 0
-                    let took = (ContinuousClock.now - began).seconds
-                    health.withLock { if ok { $0.add(took, at: (began - started).seconds) } else { $0.failures += 1 } }
-                    usleep(50_000)
-                }
-            }
-        })
-        tasks.append(Task { [self] in
-            while !stopped.load(ordering: .relaxed) {
-                let began = ContinuousClock.now
-                do {
-                    try await quick(client)
-                    let took = (ContinuousClock.now - began).seconds
-                    calls.withLock { $0.add(took, at: (began - started).seconds) }
-                } catch {
-                    calls.withLock {
-                        $0.failures += 1
-                        $0.firstFailure = $0.firstFailure ?? "\(error)"
+        tasks.append(
+            Task { [self] in
+                await AbuseBenchmark.onThread { [self] in
+                    while !stopped.load(ordering: .relaxed) {
+                        let began = ContinuousClock.now
+                        let ok = Probe.health(port: port) == 0
+                        let took = (ContinuousClock.now - began).seconds
+                        health.withLock {
+                            if ok { $0.add(took, at: (began - started).seconds) } else { $0.failures += 1 }
+                        }
+                        usleep(50_000)
                     }
                 }
-                try? await Task.sleep(for: .milliseconds(50))
-            }
-        })
+            })
+        tasks.append(
+            Task { [self] in
+                while !stopped.load(ordering: .relaxed) {
+                    let began = ContinuousClock.now
+                    do {
+                        try await quick(client)
+                        let took = (ContinuousClock.now - began).seconds
+                        calls.withLock { $0.add(took, at: (began - started).seconds) }
+                    } catch {
+                        calls.withLock {
+                            $0.failures += 1
+                            $0.firstFailure = $0.firstFailure ?? "\(error)"
+                        }
+                    }
+                    try? await Task.sleep(for: .milliseconds(50))
+                }
+            })
     }
 
     func stop() async -> (health: Probes.Figures, quick: Probes.Figures) {

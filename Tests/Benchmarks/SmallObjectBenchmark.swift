@@ -19,7 +19,9 @@ struct SmallObjectBenchmark {
     let cores = ProcessInfo.processInfo.activeProcessorCount
 
     static func runs(_ text: String?) -> [(stride: Int, crops: Bool)] {
-        (text ?? "8,16").split(separator: ",").compactMap { item in Int(item.filter(\.isNumber)).map { ($0, item.hasSuffix("c")) } }
+        (text ?? "8,16").split(separator: ",").compactMap { item in
+            Int(item.filter(\.isNumber)).map { ($0, item.hasSuffix("c")) }
+        }
     }
 
     func run() async throws {
@@ -36,19 +38,28 @@ struct SmallObjectBenchmark {
         if let epochs { options.epochs = epochs }
         let objects = test.samples.flatMap(\.objects)
         let four = objects.filter { test.labels[$0.label] == "four-leaf" }.count
-        print("Small-object benchmark: \(cores) cores, libtorch on \(Torch.threads) threads, \(options.epochs) epochs, seed 0, input \(options.inputSize) px, "
-              + "\(train.samples.count) training scenes → \(test.samples.count) test scenes (\(four) four-leaf among \(objects.count) clovers)")
-        let rows = try StrideComparison(options: options, runs: runs).run(train: train, test: test, featurePrint: featurePrint)
+        print(
+            "Small-object benchmark: \(cores) cores, libtorch on \(Torch.threads) threads, \(options.epochs) epochs, seed 0, input \(options.inputSize) px, "
+                + "\(train.samples.count) training scenes → \(test.samples.count) test scenes (\(four) four-leaf among \(objects.count) clovers)"
+        )
+        let rows = try StrideComparison(options: options, runs: runs).run(
+            train: train, test: test, featurePrint: featurePrint)
         let f = { (value: Double) in String(format: "%.3f", value) }
         printTable(
-            ["detector", "four-leaf P / R / AP50", "three-leaf P / R / AP50", "mAP50", "training s", "evaluate ms/scene"],
+            [
+                "detector", "four-leaf P / R / AP50", "three-leaf P / R / AP50", "mAP50", "training s",
+                "evaluate ms/scene",
+            ],
             rows.map { row in
                 let cells = CloverScenes.labels.map { label in
                     let counts = row.evaluation.counts[label] ?? Metrics.MatchCounts()
                     return "\(f(counts.precision)) / \(f(counts.recall)) / \(f(row.evaluation.ap50[label] ?? 0))"
                 }
                 return ["transfer, stride \(row.stride)\(row.crops ? " + crop classifier" : "")"] + cells
-                    + [f(row.evaluation.map50), String(format: "%.1f", row.trainingSeconds), String(format: "%.0f", row.evaluateMillisecondsPerScene)]
+                    + [
+                        f(row.evaluation.map50), String(format: "%.1f", row.trainingSeconds),
+                        String(format: "%.0f", row.evaluateMillisecondsPerScene),
+                    ]
             })
         print("  goal: four-leaf recall ≥ 0.8 at precision ≥ 0.8 (IoU > 0.5)")
     }

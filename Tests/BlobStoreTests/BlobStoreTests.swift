@@ -18,7 +18,7 @@ final class ScratchDirectory {
     deinit { try? FileManager.default.removeItem(atPath: path) }
 }
 
-func randomBytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0 ... 255) } }
+func randomBytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0...255) } }
 
 @Suite struct BlobStoreTests {
     @Test func aPutIsReadBackByItsHashAndIsIdempotent() throws {
@@ -31,7 +31,9 @@ func randomBytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(
         #expect(store.has(hash))
         #expect(try store.get(hash) == bytes)
         #expect(try store.put(bytes) == hash)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path + "/tmp").isEmpty, "no temporary file is left")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: scratch.path + "/tmp").isEmpty,
+            "no temporary file is left")
         #expect(try store.put([]) == SHA256.hex([]), "an empty blob is a blob too")
         #expect(try store.get(SHA256.hex([])) == [])
     }
@@ -40,7 +42,10 @@ func randomBytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(
         let scratch = try ScratchDirectory()
         let store = try BlobStore(directory: scratch.path)
         #expect { _ = try store.get(SHA256.hex([1, 2, 3])) } throws: { ($0 as? BlobError)?.category == .notFound }
-        for bad in ["", "../../etc/passwd", String(repeating: "A", count: 64), String(repeating: "a", count: 63), String(repeating: "g", count: 64)] {
+        for bad in [
+            "", "../../etc/passwd", String(repeating: "A", count: 64), String(repeating: "a", count: 63),
+            String(repeating: "g", count: 64),
+        ] {
             #expect { _ = try store.get(bad) } throws: { ($0 as? BlobError)?.category == .invalidArgument }
             #expect(!store.has(bad))
         }
@@ -62,7 +67,9 @@ func randomBytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(
         try Data(damaged).write(to: URL(fileURLWithPath: store.path(of: hash)))
         #expect { _ = try store.get(hash) } throws: { ($0 as? BlobError)?.category == .dataLoss }
         #expect(!store.has(hash), "the damaged file is out of the way")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path + "/corrupt").count == 1, "and kept for the operator")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: scratch.path + "/corrupt").count == 1,
+            "and kept for the operator")
         #expect { _ = try store.get(hash) } throws: { ($0 as? BlobError)?.category == .notFound }
         try store.put(bytes)
         #expect(try store.get(hash) == bytes, "a sound copy put again is read")
@@ -88,7 +95,9 @@ func randomBytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(
         let long = try store.writer(expecting: hash, size: 900)
         #expect { try long.append(bytes + [0]) } throws: { ($0 as? BlobError)?.category == .invalidArgument }
 
-        #expect { _ = try store.writer(expecting: hash, size: 1001) } throws: { ($0 as? BlobError)?.category == .resourceExhausted }
+        #expect { _ = try store.writer(expecting: hash, size: 1001) } throws: {
+            ($0 as? BlobError)?.category == .resourceExhausted
+        }
         #expect(!store.has(hash))
 
         let right = try store.writer(expecting: hash, size: 900)

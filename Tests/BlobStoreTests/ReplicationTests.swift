@@ -28,7 +28,11 @@ final class BlobNodes: @unchecked Sendable {
         var servers: [TCPServer?] = []
         for store in stores {
             let guardian = IdentityGuard(verifier: verifier, throttle: FailedAuthThrottle())
-            servers.append(try TCPServer(rpc: RPCServer(name: "blobs", services: [BlobsService(store: store, lane: lane, budget: budget)], guard: guardian), port: 0))
+            servers.append(
+                try TCPServer(
+                    rpc: RPCServer(
+                        name: "blobs", services: [BlobsService(store: store, lane: lane, budget: budget)],
+                        guard: guardian), port: 0))
         }
         self.servers = servers
         addresses = servers.map { $0!.address }
@@ -38,14 +42,16 @@ final class BlobNodes: @unchecked Sendable {
     func node(_ index: Int, copies: Int = 2) throws -> ReplicatedBlobs {
         let others = addresses.indices.filter { $0 != index }.map { addresses[$0] }
         return ReplicatedBlobs(
-            local: stores[index], peers: try ReplicatedBlobs.peers(addresses: others, token: Self.token), copies: copies,
+            local: stores[index], peers: try ReplicatedBlobs.peers(addresses: others, token: Self.token),
+            copies: copies,
             timeout: TestTime.scaled(.seconds(5)))
     }
 
     func client(_ index: Int, token: String?) throws -> BlobsV1.Blobs.Client {
-        BlobsV1.Blobs.Client(wrapping: RPCClient(
-            transports: [try TCPClientTransport(endpoint: addresses[index])], retry: .init(maxAttempts: 1),
-            credentials: token.map { ["authorization": "Bearer \($0)"] } ?? [:]))
+        BlobsV1.Blobs.Client(
+            wrapping: RPCClient(
+                transports: [try TCPClientTransport(endpoint: addresses[index])], retry: .init(maxAttempts: 1),
+                credentials: token.map { ["authorization": "Bearer \($0)"] } ?? [:]))
     }
 
     func stop(_ index: Int) async {
@@ -95,7 +101,8 @@ final class BlobNodes: @unchecked Sendable {
         await nodes.stop(1)
         await nodes.stop(2)
         await #expect { try await nodes.node(0).store(randomBytes(1000)) } throws: { error in
-            (error as? BlobError)?.category == .unavailable && (error as? BlobError)?.message.contains("1 node(s) of the 2") == true
+            (error as? BlobError)?.category == .unavailable
+                && (error as? BlobError)?.message.contains("1 node(s) of the 2") == true
         }
         // A single replica (no peers) keeps its blobs alone.
         let alone = ReplicatedBlobs(local: nodes.stores[0], peers: [])
@@ -108,9 +115,13 @@ final class BlobNodes: @unchecked Sendable {
     @Test func aMissingBlobIsNotFoundOrUnavailable() async throws {
         let nodes = try BlobNodes()
         let missing = SHA256.hex([9, 9, 9])
-        await #expect { _ = try await nodes.node(0).fetch(missing) } throws: { ($0 as? BlobError)?.category == .notFound }
+        await #expect { _ = try await nodes.node(0).fetch(missing) } throws: {
+            ($0 as? BlobError)?.category == .notFound
+        }
         await nodes.stop(2)
-        await #expect { _ = try await nodes.node(0).fetch(missing) } throws: { ($0 as? BlobError)?.category == .unavailable }
+        await #expect { _ = try await nodes.node(0).fetch(missing) } throws: {
+            ($0 as? BlobError)?.category == .unavailable
+        }
         await nodes.stopAll()
     }
 
@@ -124,7 +135,9 @@ final class BlobNodes: @unchecked Sendable {
                 try await writer.send(BlobsV1.PutBlobRequest(hash: SHA256.hex(bytes), size: 10, data: bytes))
             }
         } throws: { ($0 as? RPCError)?.code == .unauthenticated }
-        await #expect { _ = try await anonymous.hasBlobs(BlobsV1.HasBlobsRequest(hashes: [])) } throws: { ($0 as? RPCError)?.code == .unauthenticated }
+        await #expect { _ = try await anonymous.hasBlobs(BlobsV1.HasBlobsRequest(hashes: [])) } throws: {
+            ($0 as? RPCError)?.code == .unauthenticated
+        }
         #expect(!nodes.stores[0].has(SHA256.hex(bytes)))
         await nodes.stopAll()
     }
@@ -144,22 +157,30 @@ final class BlobNodes: @unchecked Sendable {
         await #expect { try await put(BlobsV1.PutBlobRequest(hash: "../x", size: 1000, data: bytes)) } throws: {
             ($0 as? RPCError)?.code == .invalidArgument
         }
-        await #expect { try await put(BlobsV1.PutBlobRequest(hash: SHA256.hex([1]), size: 1000, data: bytes)) } throws: {
+        await #expect {
+            try await put(BlobsV1.PutBlobRequest(hash: SHA256.hex([1]), size: 1000, data: bytes))
+        } throws: {
             ($0 as? RPCError)?.code == .invalidArgument && ($0 as? RPCError)?.message.contains("hash to") == true
         }
-        await #expect { try await put(BlobsV1.PutBlobRequest(hash: SHA256.hex(bytes), size: 999, data: bytes)) } throws: {
+        await #expect {
+            try await put(BlobsV1.PutBlobRequest(hash: SHA256.hex(bytes), size: 999, data: bytes))
+        } throws: {
             ($0 as? RPCError)?.code == .invalidArgument
         }
-        await #expect { try await put(BlobsV1.PutBlobRequest(hash: SHA256.hex(bytes), size: 2 << 20, data: bytes)) } throws: {
+        await #expect {
+            try await put(BlobsV1.PutBlobRequest(hash: SHA256.hex(bytes), size: 2 << 20, data: bytes))
+        } throws: {
             ($0 as? RPCError)?.code == .resourceExhausted
         }
         await #expect {
-            try await put(BlobsV1.PutBlobRequest(hash: SHA256.hex(bytes), size: 1000, data: Array(bytes[0..<10])),
-                          [BlobsV1.PutBlobRequest(hash: SHA256.hex([2]), data: Array(bytes[10...]))])
+            try await put(
+                BlobsV1.PutBlobRequest(hash: SHA256.hex(bytes), size: 1000, data: Array(bytes[0..<10])),
+                [BlobsV1.PutBlobRequest(hash: SHA256.hex([2]), data: Array(bytes[10...]))])
         } throws: { ($0 as? RPCError)?.code == .invalidArgument }
         #expect(!nodes.stores[0].has(SHA256.hex(bytes)))
-        try await put(BlobsV1.PutBlobRequest(hash: SHA256.hex(bytes), size: 1000, data: Array(bytes[0..<10])),
-                      [BlobsV1.PutBlobRequest(data: Array(bytes[10...]))])
+        try await put(
+            BlobsV1.PutBlobRequest(hash: SHA256.hex(bytes), size: 1000, data: Array(bytes[0..<10])),
+            [BlobsV1.PutBlobRequest(data: Array(bytes[10...]))])
         #expect(try nodes.stores[0].get(SHA256.hex(bytes)) == bytes)
 
         await #expect {
@@ -171,7 +192,10 @@ final class BlobNodes: @unchecked Sendable {
         await #expect {
             _ = try await peer.hasBlobs(BlobsV1.HasBlobsRequest(hashes: Array(repeating: SHA256.hex([1]), count: 1001)))
         } throws: { ($0 as? RPCError)?.code == .invalidArgument }
-        #expect(try await peer.hasBlobs(BlobsV1.HasBlobsRequest(hashes: [SHA256.hex([4]), SHA256.hex(bytes)])).present == [SHA256.hex(bytes)])
+        #expect(
+            try await peer.hasBlobs(BlobsV1.HasBlobsRequest(hashes: [SHA256.hex([4]), SHA256.hex(bytes)])).present == [
+                SHA256.hex(bytes)
+            ])
         await nodes.stopAll()
     }
 
@@ -181,15 +205,20 @@ final class BlobNodes: @unchecked Sendable {
         let certificates = try TestCertificates()
         defer { certificates.remove() }
         let replica = try certificates.issue("classification"), gateway = try certificates.issue("gateway")
-        let credentials = try TLSCredentials.server(certificateFile: replica.certificate, keyFile: replica.key, caFile: certificates.caFile)
+        let credentials = try TLSCredentials.server(
+            certificateFile: replica.certificate, keyFile: replica.key, caFile: certificates.caFile)
         let subject = try #require(credentials.context.certificate?.subject)
         let scratch = try ScratchDirectory()
         let store = try BlobStore(directory: scratch.path)
         let lane = WorkLane(name: "blobs", threads: 1, queueLimit: 10)
-        let guardian = IdentityGuard(verifier: try TokenVerifier(store: nil, adminToken: BlobNodes.token), throttle: FailedAuthThrottle())
+        let guardian = IdentityGuard(
+            verifier: try TokenVerifier(store: nil, adminToken: BlobNodes.token), throttle: FailedAuthThrottle())
         let server = TCPServer(port: 0)
         server.serveTLS(credentials)
-        try RPCServer(name: "blobs", services: [BlobsService(store: store, lane: lane, replicaCertificate: subject)], guard: guardian).serve(over: server)
+        try RPCServer(
+            name: "blobs", services: [BlobsService(store: store, lane: lane, replicaCertificate: subject)],
+            guard: guardian
+        ).serve(over: server)
         func peers(_ pair: (certificate: String, key: String)) throws -> [ReplicatedBlobs.Peer] {
             try ReplicatedBlobs.peers(
                 addresses: [server.address], token: BlobNodes.token,
@@ -199,7 +228,8 @@ final class BlobNodes: @unchecked Sendable {
         let bytes = randomBytes(2000)
         let stranger = ReplicatedBlobs(local: try BlobStore(directory: otherScratch.path), peers: try peers(gateway))
         await #expect { try await stranger.store(bytes) } throws: { error in
-            (error as? BlobError)?.message.contains("PERMISSION_DENIED") == true && (error as? BlobError)?.message.contains("CN=classification") == true
+            (error as? BlobError)?.message.contains("PERMISSION_DENIED") == true
+                && (error as? BlobError)?.message.contains("CN=classification") == true
         }
         #expect(!store.has(SHA256.hex(bytes)))
         let sibling = ReplicatedBlobs(local: try BlobStore(directory: otherScratch.path), peers: try peers(replica))
@@ -218,9 +248,13 @@ final class BlobNodes: @unchecked Sendable {
         for bytes in blobs { hashes.append(try await node0.store(bytes)) }
         #expect(await node0.repair(hashes) == (0, 0), "every blob is on two nodes already")
         // Node 1's and node 2's copies gone (a disk replaced): each blob is on node 0 only.
-        for store in nodes.stores.dropFirst() { for hash in hashes { try? FileManager.default.removeItem(atPath: store.path(of: hash)) } }
+        for store in nodes.stores.dropFirst() {
+            for hash in hashes { try? FileManager.default.removeItem(atPath: store.path(of: hash)) }
+        }
         await nodes.stop(2)
-        #expect(await node0.repair(hashes + [SHA256.hex([7])]) == (5, 0), "node 1 takes them; a hash node 0 lacks is not its to repair")
+        #expect(
+            await node0.repair(hashes + [SHA256.hex([7])]) == (5, 0),
+            "node 1 takes them; a hash node 0 lacks is not its to repair")
         #expect(hashes.allSatisfy(nodes.stores[1].has))
         for hash in hashes { try FileManager.default.removeItem(atPath: nodes.stores[1].path(of: hash)) }
         await nodes.stop(1)
@@ -246,15 +280,20 @@ final class BlobNodes: @unchecked Sendable {
     @Test func aLyingPeersBytesAreNeverKept() async throws {
         struct Liar: BlobsV1.Blobs.ClientProtocol {
             func putBlob(
-                options: CallOptions, requests: @escaping @Sendable (RequestWriter<BlobsV1.PutBlobRequest>) async throws -> Void
+                options: CallOptions,
+                requests: @escaping @Sendable (RequestWriter<BlobsV1.PutBlobRequest>) async throws -> Void
             ) async throws -> BlobsV1.PutBlobResponse { BlobsV1.PutBlobResponse() }
-            func getBlob(_ request: BlobsV1.GetBlobRequest, options: CallOptions) -> any AsyncSequence<BlobsV1.BlobChunk, any Error> {
+            func getBlob(_ request: BlobsV1.GetBlobRequest, options: CallOptions) -> any AsyncSequence<
+                BlobsV1.BlobChunk, any Error
+            > {
                 AsyncThrowingStream { continuation in
                     continuation.yield(BlobsV1.BlobChunk(size: 3, data: [1, 2, 3]))
                     continuation.finish()
                 }
             }
-            func hasBlobs(_ request: BlobsV1.HasBlobsRequest, options: CallOptions) async throws -> BlobsV1.HasBlobsResponse {
+            func hasBlobs(_ request: BlobsV1.HasBlobsRequest, options: CallOptions) async throws
+                -> BlobsV1.HasBlobsResponse
+            {
                 BlobsV1.HasBlobsResponse(present: request.hashes)
             }
         }
@@ -279,7 +318,8 @@ final class BlobNodes: @unchecked Sendable {
         let hash = SHA256.hex(bytes)
         // Node 1 holds a damaged copy under the hash (its own get refuses it too), node 2 a sound one.
         try nodes.stores[2].put(bytes)
-        try FileManager.default.createDirectory(atPath: nodes.stores[1].directory + "/" + hash.prefix(2), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: nodes.stores[1].directory + "/" + hash.prefix(2), withIntermediateDirectories: true)
         try Data(bytes.reversed()).write(to: URL(fileURLWithPath: nodes.stores[1].path(of: hash)))
         #expect(try await nodes.node(0).fetch(hash) == bytes)
         #expect(try nodes.stores[0].get(hash) == bytes)

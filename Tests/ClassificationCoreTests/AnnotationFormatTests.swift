@@ -1,16 +1,22 @@
 import Foundation
 import Testing
+
 @testable import ClassificationCore
 
 /// Detection datasets in YOLO's and COCO's formats besides Create ML's: the same boxes in each convention make the
 /// same dataset, and every malformed input names its file and field.
 @Suite struct AnnotationFormatTests {
     /// 8×6 images: `a` with a dot and a bar, `b` with a dot, `c` with a bar.
-    static let images: [String: [UInt8]] = ["a.png": DatasetTests.red, "b.png": DatasetTests.red2, "c.png": DatasetTests.blue]
+    static let images: [String: [UInt8]] = [
+        "a.png": DatasetTests.red, "b.png": DatasetTests.red2, "c.png": DatasetTests.blue,
+    ]
 
     /// The boxes every format below writes, in the service's convention (pixels, top-left corner).
     static let expected: [String: [Dataset.Object]] = [
-        "a": [Dataset.Object(label: 1, box: Box(x: 1, y: 1, width: 2, height: 2)), Dataset.Object(label: 0, box: Box(x: 0, y: 3, width: 8, height: 3))],
+        "a": [
+            Dataset.Object(label: 1, box: Box(x: 1, y: 1, width: 2, height: 2)),
+            Dataset.Object(label: 0, box: Box(x: 0, y: 3, width: 8, height: 3)),
+        ],
         "b": [Dataset.Object(label: 1, box: Box(x: 4, y: 2, width: 4, height: 2))],
         "c": [Dataset.Object(label: 0, box: Box(x: 2, y: 0, width: 4, height: 6))],
     ]
@@ -35,7 +41,8 @@ import Testing
     /// YOLO's files: labels named by data.yaml's `names` (dot 0, bar 1), boxes as normalised centre and size.
     static func yolo(yaml: String = "names: [dot, bar]\n", extra: [String: String] = [:]) -> [String: [UInt8]] {
         var files: [String: [UInt8]] = [
-            "images/train/a.png": DatasetTests.red, "images/train/b.png": DatasetTests.red2, "images/val/c.png": DatasetTests.blue,
+            "images/train/a.png": DatasetTests.red, "images/train/b.png": DatasetTests.red2,
+            "images/val/c.png": DatasetTests.blue,
             "labels/train/a.txt": Array("0 0.25 0.333333 0.25 0.333333\n1 0.5 0.75 1 0.5\n".utf8),
             "labels/train/b.txt": Array("0 0.75 0.5 0.5 0.333333\n\n".utf8),
             "labels/val/c.txt": Array("1 0.5 0.5 0.5 1\n".utf8),
@@ -54,16 +61,19 @@ import Testing
             #expect(sample.objects.count == want.count, "\(sample.name)", sourceLocation: sourceLocation)
             for (got, wanted) in zip(sample.objects, want) {
                 #expect(got.label == wanted.label, "\(sample.name)", sourceLocation: sourceLocation)
-                #expect(abs(got.box.x - wanted.box.x) < 1e-3 && abs(got.box.y - wanted.box.y) < 1e-3
-                        && abs(got.box.width - wanted.box.width) < 1e-3 && abs(got.box.height - wanted.box.height) < 1e-3,
-                        "\(sample.name): \(got.box) vs \(wanted.box)", sourceLocation: sourceLocation)
+                #expect(
+                    abs(got.box.x - wanted.box.x) < 1e-3 && abs(got.box.y - wanted.box.y) < 1e-3
+                        && abs(got.box.width - wanted.box.width) < 1e-3
+                        && abs(got.box.height - wanted.box.height) < 1e-3,
+                    "\(sample.name): \(got.box) vs \(wanted.box)", sourceLocation: sourceLocation)
             }
         }
         #expect(dataset.samples.count == 3, sourceLocation: sourceLocation)
     }
 
     @Test func theThreeFormatsMakeTheSameDataset() throws {
-        Self.check(try DatasetBuilder.detection(format: .createML, annotations: Array(Self.createML.utf8), files: Self.images))
+        Self.check(
+            try DatasetBuilder.detection(format: .createML, annotations: Array(Self.createML.utf8), files: Self.images))
         Self.check(try DatasetBuilder.detection(format: .coco, annotations: Array(Self.coco.utf8), files: Self.images))
         Self.check(try DatasetBuilder.detection(format: .yolo, annotations: [], files: Self.yolo()))
     }
@@ -72,8 +82,10 @@ import Testing
         #expect(AnnotationFormat.detect(annotations: Array(Self.createML.utf8)) == .createML)
         #expect(AnnotationFormat.detect(annotations: Array("\n  \(Self.coco)".utf8)) == .coco)
         #expect(AnnotationFormat.detect(annotations: []) == .yolo)
-        #expect(AnnotationFormat.isYOLOTextFile("labels/train/a.txt") && AnnotationFormat.isYOLOTextFile("data.yaml")
-                && AnnotationFormat.isYOLOTextFile("labels/classes.txt") && !AnnotationFormat.isYOLOTextFile("notes.txt")
+        #expect(
+            AnnotationFormat.isYOLOTextFile("labels/train/a.txt") && AnnotationFormat.isYOLOTextFile("data.yaml")
+                && AnnotationFormat.isYOLOTextFile("labels/classes.txt")
+                && !AnnotationFormat.isYOLOTextFile("notes.txt")
                 && !AnnotationFormat.isYOLOTextFile("images/a.png"))
     }
 
@@ -120,14 +132,25 @@ import Testing
             files[path] = text.map { Array($0.utf8) }
             return files
         }
-        check(with("labels/train/b.txt", "2 0.5 0.5 0.2 0.2\n"), "labels/train/b.txt line 1: class 2 is out of range: data.yaml names 2 classes (0–1)")
-        check(with("labels/train/b.txt", "0 0.5 0.5 0.2\n"), "labels/train/b.txt line 1: 5 values expected (class cx cy w h), found 4")
+        check(
+            with("labels/train/b.txt", "2 0.5 0.5 0.2 0.2\n"),
+            "labels/train/b.txt line 1: class 2 is out of range: data.yaml names 2 classes (0–1)")
+        check(
+            with("labels/train/b.txt", "0 0.5 0.5 0.2\n"),
+            "labels/train/b.txt line 1: 5 values expected (class cx cy w h), found 4")
         check(with("labels/train/b.txt", "0 0.5 0.5 0.2 0.2 0.3 0.3\n"), "segmentation polygons")
-        check(with("labels/train/b.txt", "x 0.5 0.5 0.2 0.2\n"), "labels/train/b.txt line 1: class \"x\" is not an integer")
-        check(with("labels/train/b.txt", "0 0.5 nan 0.2 0.2\n"), "labels/train/b.txt line 1: cy \"nan\" is not a number")
+        check(
+            with("labels/train/b.txt", "x 0.5 0.5 0.2 0.2\n"),
+            "labels/train/b.txt line 1: class \"x\" is not an integer")
+        check(
+            with("labels/train/b.txt", "0 0.5 nan 0.2 0.2\n"), "labels/train/b.txt line 1: cy \"nan\" is not a number")
         check(with("labels/train/b.txt", "\n0 0.9 0.5 0.4 0.2\n"), "labels/train/b.txt line 2 (cx cy w h): box")
-        check(with("labels/train/b.txt", "0 0.5 0.5 0 0.2\n"), "labels/train/b.txt line 1 (cx cy w h): width and height must be positive")
-        check(with("labels/train/z.txt", "0 0.5 0.5 0.2 0.2\n"), "labels/train/z.txt: a label file without its image (expected images/train/z.png")
+        check(
+            with("labels/train/b.txt", "0 0.5 0.5 0 0.2\n"),
+            "labels/train/b.txt line 1 (cx cy w h): width and height must be positive")
+        check(
+            with("labels/train/z.txt", "0 0.5 0.5 0.2 0.2\n"),
+            "labels/train/z.txt: a label file without its image (expected images/train/z.png")
         check(with("data.yaml", nil), "need their class names: a data.yaml with names: or a classes.txt")
         check(with("data.yaml", "nc: 3\nnames: [dot, bar]\n"), "data.yaml: nc is 3 but names: lists 2 classes")
         check(with("data.yaml", "names:\n  0: dot\n  2: bar\n"), "data.yaml: names: indices must be 0…1 (found 0, 2)")
@@ -136,23 +159,37 @@ import Testing
         check(with("data.yaml", "names: [dot, dot]\n"), "data.yaml: class dot is named twice")
         check(with("other.yaml", "names: [dot, bar]\n"), "one YAML file names the classes; found 2")
         check(with("classes.txt", "bar\ndot\n"), "data.yaml and classes.txt name different classes")
-        check(with("a.png", nil).merging(["loose.png": DatasetTests.red]) { a, _ in a }, "loose.png: a YOLO image must be inside an images/ folder")
+        check(
+            with("a.png", nil).merging(["loose.png": DatasetTests.red]) { a, _ in a },
+            "loose.png: a YOLO image must be inside an images/ folder")
         check(["data.yaml": Array("names: [a]".utf8)], "no images: YOLO's images go under an images/ folder")
-        check(with("labels/train/a.txt", "1 0.5 0.75 1 0.5\n").merging(["labels/val/c.txt": []]) { _, b in b }, "label bar appears in 1 image")
+        check(
+            with("labels/train/a.txt", "1 0.5 0.75 1 0.5\n").merging(["labels/val/c.txt": []]) { _, b in b },
+            "label bar appears in 1 image")
         // JSON sent with YOLO's files is refused: the labels are files.
-        #expect(message { try DatasetBuilder.detection(format: .yolo, annotations: Array("[]".utf8), files: Self.yolo()) }.contains("send no JSON"))
+        #expect(
+            message { try DatasetBuilder.detection(format: .yolo, annotations: Array("[]".utf8), files: Self.yolo()) }
+                .contains("send no JSON"))
         // A label file whose image was left out as bad (skip_bad) goes with it.
         var files = Self.yolo()
         files["images/train/b.png"] = nil
-        #expect(message { try DatasetBuilder.detection(format: .yolo, annotations: [], files: files) }.contains("labels/train/b.txt: a label file without its image"))
-        let kept = try? DatasetBuilder.detection(format: .yolo, annotations: [], files: files.merging(["images/train/e.png": DatasetTests.red, "labels/train/e.txt": Array("0 0.5 0.5 0.2 0.2".utf8)]) { a, _ in a },
-                                                 skipped: ["images/train/b.png"])
+        #expect(
+            message { try DatasetBuilder.detection(format: .yolo, annotations: [], files: files) }.contains(
+                "labels/train/b.txt: a label file without its image"))
+        let kept = try? DatasetBuilder.detection(
+            format: .yolo, annotations: [],
+            files: files.merging([
+                "images/train/e.png": DatasetTests.red, "labels/train/e.txt": Array("0 0.5 0.5 0.2 0.2".utf8),
+            ]) { a, _ in a },
+            skipped: ["images/train/b.png"])
         #expect(kept?.samples.count == 3)
     }
 
     @Test func malformedCOCONamesItsField() {
         func check(_ json: String, _ expected: String, sourceLocation: SourceLocation = #_sourceLocation) {
-            let got = message { try DatasetBuilder.detection(format: .coco, annotations: Array(json.utf8), files: Self.images) }
+            let got = message {
+                try DatasetBuilder.detection(format: .coco, annotations: Array(json.utf8), files: Self.images)
+            }
             #expect(got.contains(expected), "\(got) does not contain \(expected)", sourceLocation: sourceLocation)
         }
         func replacing(_ old: String, _ new: String) -> String {
@@ -162,19 +199,40 @@ import Testing
         check("{\"images\": [", "COCO annotations: malformed JSON")
         check("[]", "COCO annotations: the top level must be an object with images, annotations and categories")
         check(replacing("\"categories\"", "\"classes\""), "COCO annotations.categories: missing or not an array")
-        check(replacing("\"image_id\": 8", "\"image_id\": 42"), "COCO annotations.annotations[2].image_id: 42 is not the id of any of the images")
-        check(replacing("\"category_id\": 1, \"bbox\": [2", "\"category_id\": 5, \"bbox\": [2"), "annotations[3].category_id: 5 is not the id of any of the categories")
-        check(replacing("[4, 2, 4, 2]", "[4, 2, 4]"), "annotations[2].bbox: missing or not 4 numbers [x, y, width, height]")
-        check(replacing("[4, 2, 4, 2]", "[4, 2, \"4\", 2]"), "annotations[2].bbox: [x, y, width, height] must all be numbers")
-        check(replacing("[4, 2, 4, 2]", "[6, 2, 4, 2]"), "COCO annotations.annotations[2].bbox (b.png): box 6.0…10.0 × 2.0…4.0 lies outside the 8×6 image")
-        check(replacing("[4, 2, 4, 2]", "[4, 2, -1, 2]"), "annotations[2].bbox (b.png): width and height must be positive")
-        check(replacing("\"id\": 8, \"file_name\": \"b.png\"", "\"id\": 8, \"file_name\": \"z.png\""), "z.png: named in COCO annotations.images[1].file_name but not uploaded")
+        check(
+            replacing("\"image_id\": 8", "\"image_id\": 42"),
+            "COCO annotations.annotations[2].image_id: 42 is not the id of any of the images")
+        check(
+            replacing("\"category_id\": 1, \"bbox\": [2", "\"category_id\": 5, \"bbox\": [2"),
+            "annotations[3].category_id: 5 is not the id of any of the categories")
+        check(
+            replacing("[4, 2, 4, 2]", "[4, 2, 4]"),
+            "annotations[2].bbox: missing or not 4 numbers [x, y, width, height]")
+        check(
+            replacing("[4, 2, 4, 2]", "[4, 2, \"4\", 2]"),
+            "annotations[2].bbox: [x, y, width, height] must all be numbers")
+        check(
+            replacing("[4, 2, 4, 2]", "[6, 2, 4, 2]"),
+            "COCO annotations.annotations[2].bbox (b.png): box 6.0…10.0 × 2.0…4.0 lies outside the 8×6 image")
+        check(
+            replacing("[4, 2, 4, 2]", "[4, 2, -1, 2]"), "annotations[2].bbox (b.png): width and height must be positive"
+        )
+        check(
+            replacing("\"id\": 8, \"file_name\": \"b.png\"", "\"id\": 8, \"file_name\": \"z.png\""),
+            "z.png: named in COCO annotations.images[1].file_name but not uploaded")
         check(replacing("\"id\": 8,", "\"id\": 7,"), "COCO annotations.images[1].id: 7 is given to two images")
         check(replacing("\"id\": 8,", "\"id\": \"8\","), "COCO annotations.images[1].id: missing or not an integer")
-        check(replacing("{\"id\": 4, \"name\": \"unused\"}", "{\"id\": 3, \"name\": \"again\"}"), "categories[2].id: 3 is given to two categories")
-        check(replacing("{\"id\": 4, \"name\": \"unused\"}", "{\"id\": 4}"), "categories[2].name: missing or not a string")
-        check(replacing("\"file_name\": \"a.png\", \"width\": 8", "\"file_name\": \"a.png\", \"width\": 80"),
-              "COCO annotations.images[0] (a.png): declares 80×6 but the image is 8×6")
-        check(replacing("\"file_name\": \"a.png\", \"width\": 8", "\"file_name\": \"a.png\", \"width\": true"), "images[0]: width and height must be positive integers")
+        check(
+            replacing("{\"id\": 4, \"name\": \"unused\"}", "{\"id\": 3, \"name\": \"again\"}"),
+            "categories[2].id: 3 is given to two categories")
+        check(
+            replacing("{\"id\": 4, \"name\": \"unused\"}", "{\"id\": 4}"), "categories[2].name: missing or not a string"
+        )
+        check(
+            replacing("\"file_name\": \"a.png\", \"width\": 8", "\"file_name\": \"a.png\", \"width\": 80"),
+            "COCO annotations.images[0] (a.png): declares 80×6 but the image is 8×6")
+        check(
+            replacing("\"file_name\": \"a.png\", \"width\": 8", "\"file_name\": \"a.png\", \"width\": true"),
+            "images[0]: width and height must be positive integers")
     }
 }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import ClassificationCore
 
 /// Issue 26: right-angle turns for photos taken from above — exact quarter turns, each as likely, no resampling.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Torch
+
 @testable import ClassificationCore
 
 /// Issue 26: cancelling a training threw its work away; now the cnn hands back the best model it had, marked as such
@@ -20,9 +21,13 @@ import Torch
     }
 
     /// Stops the training when `stop` says so, returning what it kept.
-    static func cancelled(_ options: ClassifierTrainingOptions, when stop: @escaping (TrainingProgress) -> Bool) throws -> TrainingInterrupted {
+    static func cancelled(_ options: ClassifierTrainingOptions, when stop: @escaping (TrainingProgress) -> Bool) throws
+        -> TrainingInterrupted
+    {
         do {
-            _ = try ClassifierTrainer.train(try data(), options: options) { p in if stop(p) { throw CancellationError() } }
+            _ = try ClassifierTrainer.train(try data(), options: options) { p in
+                if stop(p) { throw CancellationError() }
+            }
         } catch let interrupted as TrainingInterrupted {
             #expect(interrupted.cause is CancellationError)
             return interrupted
@@ -32,7 +37,9 @@ import Torch
 
     @Test func cancelledInTheFirstPassKeepsItsWeightsAndSaysSo() throws {
         let kept = try Self.cancelled(Self.options()) { $0.pass == 1 && $0.epoch == 3 }.partial
-        #expect(kept.header.interrupted == "in pass 1/2 after epoch 3/6; kept its weights", "\(kept.header.interrupted ?? "nil")")
+        #expect(
+            kept.header.interrupted == "in pass 1/2 after epoch 3/6; kept its weights",
+            "\(kept.header.interrupted ?? "nil")")
         #expect(kept.header.algorithm == "cnn" && kept.header.validationAccuracy != nil && kept.header.seed == 0)
         #expect(kept.header.metrics["training_images"] == 8)
         // The kept file is a model: it decodes and classifies.
@@ -45,14 +52,19 @@ import Torch
         let header = interrupted.partial.header
         let best = try #require(header.metrics["best_epoch"])
         #expect((1...4).contains(Int(best)))
-        #expect(header.interrupted == "in pass 1/2 after epoch 4/6; kept epoch \(Int(best)), the best on the held-out images", "\(header.interrupted ?? "nil")")
+        #expect(
+            header.interrupted
+                == "in pass 1/2 after epoch 4/6; kept epoch \(Int(best)), the best on the held-out images",
+            "\(header.interrupted ?? "nil")")
     }
 
     @Test func cancelledInThePassOnEveryImageKeepsTheWholeFirstPass() throws {
         let finished = try ClassifierTrainer.train(try Self.data(), options: Self.options()) { _ in }
         let kept = try Self.cancelled(Self.options()) { $0.pass == 2 && $0.epoch == 2 }.partial
-        #expect(kept.header.interrupted == "in pass 2/2 (every image) after epoch 2/6; kept pass 1's model (trained without the held-out images)",
-                "\(kept.header.interrupted ?? "nil")")
+        #expect(
+            kept.header.interrupted
+                == "in pass 2/2 (every image) after epoch 2/6; kept pass 1's model (trained without the held-out images)",
+            "\(kept.header.interrupted ?? "nil")")
         #expect(kept.header.metrics["training_images"] == 8 && finished.header.metrics["training_images"] == 12)
         #expect(kept.header.validationAccuracy == finished.header.validationAccuracy)
         #expect(finished.header.interrupted == nil)
@@ -66,7 +78,9 @@ import Torch
         options.batchSize = 2
         try Torch.setThreads(1)
         do {
-            _ = try DetectorTrainer.train(DetectorEvaluationTests.scenes(), options: options) { p in if p.epoch == 2 { throw CancellationError() } }
+            _ = try DetectorTrainer.train(DetectorEvaluationTests.scenes(), options: options) { p in
+                if p.epoch == 2 { throw CancellationError() }
+            }
             Issue.record("the training was not interrupted")
         } catch let interrupted as TrainingInterrupted {
             #expect(interrupted.cause is CancellationError)
@@ -76,4 +90,3 @@ import Torch
         }
     }
 }
-

@@ -1,5 +1,6 @@
 import Testing
 import Torch
+
 @testable import ClassificationCore
 
 /// The head of `features` and `transfer` weighs every label alike (issue 41's four-leaf clovers, fewer than the
@@ -19,7 +20,9 @@ import Torch
         var options = ClassifierTrainingOptions()
         options.epochs = 300
         func answer(balanced: Bool) throws -> [Float] {
-            let head = try LinearHead.fit(rows: rows, targets: targets, held: nil, classes: 2, options: options, balanced: balanced) { _ in }.head
+            let head = try LinearHead.fit(
+                rows: rows, targets: targets, held: nil, classes: 2, options: options, balanced: balanced
+            ) { _ in }.head
             return try head.probabilities([rows[0]])[0]
         }
         let unbalanced = try answer(balanced: false), balanced = try answer(balanced: true)

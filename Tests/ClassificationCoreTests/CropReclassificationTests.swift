@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Torch
+
 @testable import ClassificationCore
 
 /// Issue 41, "four-leaf clovers among three-leaf ones": a detector's boxes labelled by a transfer classifier of their
@@ -15,30 +16,38 @@ struct CropReclassificationTests {
     static let environment = ProcessInfo.processInfo.environment
     /// The whole measurement trains for 30 minutes in a debug build on 2 busy cores: asked for by name.
     static let figures = environment["CROP_FIGURES"] == "1"
-    static let figuresSkipped: Comment = "skipped: trains for about 30 minutes (debug); CROP_FIGURES=1 runs it (figures in Services/Classification/README.md)"
+    static let figuresSkipped: Comment =
+        "skipped: trains for about 30 minutes (debug); CROP_FIGURES=1 runs it (figures in Services/Classification/README.md)"
 
     static func scenes(_ file: String) throws -> Dataset {
         let folder = DetectionTrainingTests.folder
-        return try DatasetBuilder.detection(annotationsFile: folder.appendingPathComponent(file), imagesDirectory: folder.appendingPathComponent("images"))
+        return try DatasetBuilder.detection(
+            annotationsFile: folder.appendingPathComponent(file),
+            imagesDirectory: folder.appendingPathComponent("images"))
     }
 
     static func report(_ name: String, _ e: DetectorEvaluation) -> String {
         let labels = e.counts.keys.sorted().map { label in
             let c = e.counts[label]!
-            return "\(label) P \(String(format: "%.3f", c.precision)) R \(String(format: "%.3f", c.recall)) AP50 \(String(format: "%.3f", e.ap50[label] ?? 0))"
+            return
+                "\(label) P \(String(format: "%.3f", c.precision)) R \(String(format: "%.3f", c.recall)) AP50 \(String(format: "%.3f", e.ap50[label] ?? 0))"
         }
         return "\(name): mAP50 \(String(format: "%.3f", e.map50)); " + labels.joined(separator: "; ")
     }
 
     static func expectTheGoal(_ e: DetectorEvaluation, _ name: String) {
         for (label, counts) in e.counts {
-            #expect(counts.precision >= 0.8 && counts.recall >= 0.8, "\(name) \(label): precision \(counts.precision), recall \(counts.recall)")
+            #expect(
+                counts.precision >= 0.8 && counts.recall >= 0.8,
+                "\(name) \(label): precision \(counts.precision), recall \(counts.recall)")
         }
     }
 
     /// Trains `algorithm` ("yolo" or "transfer") with a crop classifier on the training scenes; evaluates it, and the
     /// same detector without its crop classifier, on the test scenes.
-    static func measure(_ algorithm: String) throws -> (plain: DetectorEvaluation, reclassified: DetectorEvaluation, file: ModelFile) {
+    static func measure(_ algorithm: String) throws -> (
+        plain: DetectorEvaluation, reclassified: DetectorEvaluation, file: ModelFile
+    ) {
         let featurePrint = try FeaturePrint.load(directory: ONNXTransferExportTests.folder)
         try Torch.setThreads(Int(environment["TORCH_THREADS"] ?? "") ?? 2)
         var training = try scenes("train-annotations.json")
@@ -47,8 +56,9 @@ struct CropReclassificationTests {
         var options = DetectorTrainingOptions()
         options.epochs = Int(environment["CROP_EPOCHS"] ?? "") ?? 150
         if algorithm == "transfer" { options.inputSize = 224 }
-        let file = try DetectorTrainer.train(training, options: options, featurePrint: algorithm == "transfer" ? featurePrint : nil,
-                                             cropClassifier: featurePrint)
+        let file = try DetectorTrainer.train(
+            training, options: options, featurePrint: algorithm == "transfer" ? featurePrint : nil,
+            cropClassifier: featurePrint)
         let loaded = try #require(try Detectors.load(ModelFile.decode(file.encoded())) as? ReclassifyingDetector)
         let plain = try DetectorEvaluation.run(loaded.detector, on: test)
         let reclassified = try DetectorEvaluation.run(loaded, on: test)

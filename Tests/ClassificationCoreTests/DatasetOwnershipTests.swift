@@ -2,6 +2,7 @@ import Foundation
 import Storage
 import StorageTestSupport
 import Testing
+
 @testable import ClassificationCore
 
 /// Datasets belong to the user who uploaded them; those from before owners existed are the admin's.
@@ -27,12 +28,17 @@ import Testing
     }
 
     @Test func datasetsFromBeforeOwnersBecomeTheAdminsOnUpgrade() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("cls-owners-\(UUID().uuidString).sqlite").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "cls-owners-\(UUID().uuidString).sqlite"
+        ).path
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
         do {
-            let old = ClassificationStore(database: try Database(path: path, migrations: Array(ClassificationStore.migrations.prefix(2))))
+            let old = ClassificationStore(
+                database: try Database(path: path, migrations: Array(ClassificationStore.migrations.prefix(2))))
             try old.database.write { db in
-                try db.execute("INSERT INTO datasets (name, kind, labels, created_at) VALUES ('old', 'classification', '[\"a\"]', 1)")
+                try db.execute(
+                    "INSERT INTO datasets (name, kind, labels, created_at) VALUES ('old', 'classification', '[\"a\"]', 1)"
+                )
             }
         }
         let store = try ClassificationStore(path: path)

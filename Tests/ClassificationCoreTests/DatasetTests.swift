@@ -1,6 +1,7 @@
 import Foundation
 import StorageTestSupport
 import Testing
+
 @testable import ClassificationCore
 
 @Suite struct DatasetTests {
@@ -34,19 +35,35 @@ import Testing
     }
 
     @Test func badClassificationDatasetsNameTheProblem() {
-        #expect(message { try DatasetBuilder.classification(files: [("red/a.png", Self.red), ("red/b.png", Self.red2)]) }?
-            .contains("at least 2 labels") == true)
-        #expect(message { try DatasetBuilder.classification(files: [
-            ("red/a.png", Self.red), ("red/b.png", Self.red2), ("blue/a.png", Self.blue)]) }?
+        #expect(
+            message { try DatasetBuilder.classification(files: [("red/a.png", Self.red), ("red/b.png", Self.red2)]) }?
+                .contains("at least 2 labels") == true)
+        #expect(
+            message {
+                try DatasetBuilder.classification(files: [
+                    ("red/a.png", Self.red), ("red/b.png", Self.red2), ("blue/a.png", Self.blue),
+                ])
+            }?
             .contains("label blue has 1 image") == true)
-        #expect(message { try DatasetBuilder.classification(files: [
-            ("red/a.png", Self.red), ("red/b.png", Self.red2), ("blue/a.png", Self.blue), ("blue/bad.jpg", [0xFF, 0xD8, 0xFF, 0, 1])]) }?
+        #expect(
+            message {
+                try DatasetBuilder.classification(files: [
+                    ("red/a.png", Self.red), ("red/b.png", Self.red2), ("blue/a.png", Self.blue),
+                    ("blue/bad.jpg", [0xFF, 0xD8, 0xFF, 0, 1]),
+                ])
+            }?
             .contains("blue/bad.jpg: not a decodable image") == true)
-        #expect(message { try DatasetBuilder.classification(files: [
-            ("red/a.png", Self.red), ("red/b.png", Self.red2), ("blue/a.png", Self.red), ("blue/b.png", Self.blue)]) }?
+        #expect(
+            message {
+                try DatasetBuilder.classification(files: [
+                    ("red/a.png", Self.red), ("red/b.png", Self.red2), ("blue/a.png", Self.red),
+                    ("blue/b.png", Self.blue),
+                ])
+            }?
             .contains("another label") == true)
-        #expect(message { try DatasetBuilder.classification(files: [("a.png", Self.red)]) }?
-            .contains("a.png: an image must be inside a folder") == true)
+        #expect(
+            message { try DatasetBuilder.classification(files: [("a.png", Self.red)]) }?
+                .contains("a.png: an image must be inside a folder") == true)
     }
 
     @Test func thePixelLimitIsCheckedBeforeDecoding() {
@@ -65,11 +82,11 @@ import Testing
 
     @Test func aValidDetectionDataset() throws {
         let json = """
-        [{"image": "a.png", "annotations": [{"label": "dot", "coordinates": {"x": 4, "y": 3, "width": 2, "height": 2}}]},
-         {"image": "b.png", "annotations": [{"label": "dot", "coordinates": {"x": 1, "y": 1, "width": 2, "height": 2}},
-                                            {"label": "bar", "coordinates": {"x": 4, "y": 3, "width": 8, "height": 6}}]},
-         {"image": "c.png", "annotations": [{"label": "bar", "coordinates": {"x": 4.2, "y": 3, "width": 8, "height": 6}}]}]
-        """
+            [{"image": "a.png", "annotations": [{"label": "dot", "coordinates": {"x": 4, "y": 3, "width": 2, "height": 2}}]},
+             {"image": "b.png", "annotations": [{"label": "dot", "coordinates": {"x": 1, "y": 1, "width": 2, "height": 2}},
+                                                {"label": "bar", "coordinates": {"x": 4, "y": 3, "width": 8, "height": 6}}]},
+             {"image": "c.png", "annotations": [{"label": "bar", "coordinates": {"x": 4.2, "y": 3, "width": 8, "height": 6}}]}]
+            """
         let dataset = try DatasetBuilder.detection(annotations: annotations(json), images: images)
         #expect(dataset.labels == ["bar", "dot"])
         #expect(dataset.samples[0].objects == [Dataset.Object(label: 1, box: Box(x: 3, y: 2, width: 2, height: 2))])
@@ -85,14 +102,18 @@ import Testing
         check("[{\"image\": \"a.png\",", "malformed JSON")
         check("{}", "top level must be an array")
         check(#"[{"image": "z.png", "annotations": []}]"#, "z.png: named in annotations.json but not uploaded")
-        check(#"[{"image": "a.png", "annotations": [{"label": "dot", "coordinates": {"x": 7, "y": 3, "width": 4, "height": 2}}]}]"#,
-              "a.png.annotations[0].coordinates: box")
-        check(#"[{"image": "a.png", "annotations": [{"label": "dot", "coordinates": {"x": "4", "y": 3, "width": 4, "height": 2}}]}]"#,
-              "a.png.annotations[0].coordinates.x: missing or not a number")
-        check(#"[{"image": "a.png", "annotations": [{"coordinates": {"x": 4, "y": 3, "width": 4, "height": 2}}]}]"#,
-              "a.png.annotations[0].label")
-        check(#"[{"image": "a.png", "annotations": [{"label": "dot", "coordinates": {"x": 4, "y": 3, "width": 2, "height": 2}}]}]"#,
-              "label dot appears in 1 image")
+        check(
+            #"[{"image": "a.png", "annotations": [{"label": "dot", "coordinates": {"x": 7, "y": 3, "width": 4, "height": 2}}]}]"#,
+            "a.png.annotations[0].coordinates: box")
+        check(
+            #"[{"image": "a.png", "annotations": [{"label": "dot", "coordinates": {"x": "4", "y": 3, "width": 4, "height": 2}}]}]"#,
+            "a.png.annotations[0].coordinates.x: missing or not a number")
+        check(
+            #"[{"image": "a.png", "annotations": [{"coordinates": {"x": 4, "y": 3, "width": 4, "height": 2}}]}]"#,
+            "a.png.annotations[0].label")
+        check(
+            #"[{"image": "a.png", "annotations": [{"label": "dot", "coordinates": {"x": 4, "y": 3, "width": 2, "height": 2}}]}]"#,
+            "label dot appears in 1 image")
     }
 }
 
@@ -105,7 +126,9 @@ import Testing
         ])
         try store.saveDataset(dataset, name: "colours")
         try store.saveDataset(dataset, name: "again")  // the same images: stored once
-        #expect(throws: ClassificationError(.alreadyExists, "dataset colours already exists")) { try store.saveDataset(dataset, name: "colours") }
+        #expect(throws: ClassificationError(.alreadyExists, "dataset colours already exists")) {
+            try store.saveDataset(dataset, name: "colours")
+        }
         let loaded = try store.dataset(named: "colours")
         #expect(loaded.labels == dataset.labels && loaded.samples == dataset.samples && loaded.images == dataset.images)
         #expect(try store.datasets().map(\.images) == [4, 4])
@@ -115,7 +138,8 @@ import Testing
         #expect(try store.database.read { try $0.queryOne("SELECT COUNT(*) FROM images")?.int(0) } == 0)
         #expect(throws: ClassificationError.self) { try store.dataset(named: "colours") }
 
-        let header = ModelHeader(kind: .classifier, algorithm: "features", labels: ["a", "b"], inputWidth: 8, inputHeight: 8)
+        let header = ModelHeader(
+            kind: .classifier, algorithm: "features", labels: ["a", "b"], inputWidth: 8, inputHeight: 8)
         let file = ModelFile(header: header, tensors: [NamedArray(name: "x", shape: [1], values: [1])])
         try store.saveModel(file, name: "m1")
         try store.saveModel(file, name: "m2")

@@ -1,8 +1,9 @@
 import Base
 import Foundation
-import TLS
 import StorageTestSupport
+import TLS
 import Testing
+
 @testable import ClassificationCore
 
 /// Issue 26: a detector's `evaluate` reported precision/recall/F1 as 0; now they are counted at the confidence
@@ -10,10 +11,13 @@ import Testing
 @Suite struct DetectorEvaluationTests {
     /// Answers fixed boxes per image, told apart by width, above the threshold asked for.
     final class FixedDetector: ObjectDetector {
-        let header = ModelHeader(kind: .detector, algorithm: "fixed", labels: ["cat", "dog"], inputWidth: 8, inputHeight: 8)
+        let header = ModelHeader(
+            kind: .detector, algorithm: "fixed", labels: ["cat", "dog"], inputWidth: 8, inputHeight: 8)
         let answers: [Int: [Detection]]
         init(_ answers: [Int: [Detection]]) { self.answers = answers }
-        func detect(_ image: RGBImage, confidenceThreshold: Double, iouThreshold: Double, maximum: Int, labels only: Set<String>) throws -> [Detection] {
+        func detect(
+            _ image: RGBImage, confidenceThreshold: Double, iouThreshold: Double, maximum: Int, labels only: Set<String>
+        ) throws -> [Detection] {
             (answers[image.width] ?? []).filter { $0.confidence >= confidenceThreshold }
         }
     }
@@ -22,18 +26,28 @@ import Testing
         let first = TestPNG.encode(TestPNG.solid(width: 64, height: 64, colour: (10, 10, 10)))
         let second = TestPNG.encode(TestPNG.solid(width: 80, height: 64, colour: (20, 20, 20)))
         let (a, b) = (SHA256.hex(first), SHA256.hex(second))
-        return Dataset(kind: .detection, labels: ["cat", "dog"], samples: [
-            .init(name: "a.png", hash: a, width: 64, height: 64, label: 0, objects: [
-                .init(label: 0, box: Box(x: 10, y: 10, width: 20, height: 20)), .init(label: 1, box: Box(x: 40, y: 40, width: 10, height: 10))]),
-            .init(name: "b.png", hash: b, width: 80, height: 64, label: 0, objects: [.init(label: 0, box: Box(x: 5, y: 5, width: 30, height: 30))]),
-        ], images: [a: first, b: second])
+        return Dataset(
+            kind: .detection, labels: ["cat", "dog"],
+            samples: [
+                .init(
+                    name: "a.png", hash: a, width: 64, height: 64, label: 0,
+                    objects: [
+                        .init(label: 0, box: Box(x: 10, y: 10, width: 20, height: 20)),
+                        .init(label: 1, box: Box(x: 40, y: 40, width: 10, height: 10)),
+                    ]),
+                .init(
+                    name: "b.png", hash: b, width: 80, height: 64, label: 0,
+                    objects: [.init(label: 0, box: Box(x: 5, y: 5, width: 30, height: 30))]),
+            ], images: [a: first, b: second])
     }
 
     static let detector = FixedDetector([
-        64: [Detection(label: 0, confidence: 0.9, box: Box(x: 11, y: 11, width: 20, height: 20)),  // the cat
-             Detection(label: 0, confidence: 0.3, box: Box(x: 50, y: 0, width: 10, height: 10)),   // nothing there
-             Detection(label: 1, confidence: 0.8, box: Box(x: 0, y: 0, width: 5, height: 5))],     // not the dog
-        80: [Detection(label: 0, confidence: 0.2, box: Box(x: 5, y: 5, width: 30, height: 30))],   // the cat, unsure
+        64: [
+            Detection(label: 0, confidence: 0.9, box: Box(x: 11, y: 11, width: 20, height: 20)),  // the cat
+            Detection(label: 0, confidence: 0.3, box: Box(x: 50, y: 0, width: 10, height: 10)),  // nothing there
+            Detection(label: 1, confidence: 0.8, box: Box(x: 0, y: 0, width: 5, height: 5)),
+        ],  // not the dog
+        80: [Detection(label: 0, confidence: 0.2, box: Box(x: 5, y: 5, width: 30, height: 30))],  // the cat, unsure
     ])
 
     @Test func precisionRecallAndF1AreCountedAtTheConfidenceThreshold() throws {
@@ -59,8 +73,9 @@ import Testing
         let none = Metrics.matchCounts(detections: [], truth: [], confidence: 0.25, iouThreshold: 0.5)
         #expect(none == Metrics.MatchCounts() && none.precision == 0 && none.recall == 0 && none.f1 == 0)
         // A box overlapping its object by IoU 0.25 is wrong at 0.5, and the object missed.
-        let half = Metrics.matchCounts(detections: [(0, Detection(label: 0, confidence: 1, box: Box(x: 0, y: 0, width: 10, height: 5)))],
-                                       truth: [(0, Box(x: 0, y: 0, width: 10, height: 20))], confidence: 0.25, iouThreshold: 0.5)
+        let half = Metrics.matchCounts(
+            detections: [(0, Detection(label: 0, confidence: 1, box: Box(x: 0, y: 0, width: 10, height: 5)))],
+            truth: [(0, Box(x: 0, y: 0, width: 10, height: 20))], confidence: 0.25, iouThreshold: 0.5)
         #expect(half == Metrics.MatchCounts(truePositives: 0, falsePositives: 1, missed: 1))
     }
 
@@ -71,15 +86,21 @@ import Testing
         let scenes = Self.scenes()
         try store.saveDataset(scenes, name: "scenes")
         var header = Self.detector.header
-        #expect(try store.trainingOverlapWarning(model: header, name: "m", dataset: scenes, datasetName: "scenes") == nil)
+        #expect(
+            try store.trainingOverlapWarning(model: header, name: "m", dataset: scenes, datasetName: "scenes") == nil)
         header.trainingDatasets = ["scenes"]
-        let all = try #require(try store.trainingOverlapWarning(model: header, name: "m", dataset: scenes, datasetName: "scenes"))
-        #expect(all.hasPrefix("all 2 images of dataset scenes are in the dataset model m was trained on (scenes)"), "\(all)")
+        let all = try #require(
+            try store.trainingOverlapWarning(model: header, name: "m", dataset: scenes, datasetName: "scenes"))
+        #expect(
+            all.hasPrefix("all 2 images of dataset scenes are in the dataset model m was trained on (scenes)"), "\(all)"
+        )
         var mixed = scenes
         let other = TestPNG.encode(TestPNG.solid(width: 32, height: 32, colour: (1, 2, 3)))
         mixed.images[SHA256.hex(other)] = other
-        mixed.samples.append(.init(name: "c.png", hash: SHA256.hex(other), width: 32, height: 32, label: 0, objects: []))
-        let some = try #require(try store.trainingOverlapWarning(model: header, name: "m", dataset: mixed, datasetName: "mixed"))
+        mixed.samples.append(
+            .init(name: "c.png", hash: SHA256.hex(other), width: 32, height: 32, label: 0, objects: []))
+        let some = try #require(
+            try store.trainingOverlapWarning(model: header, name: "m", dataset: mixed, datasetName: "mixed"))
         #expect(some.hasPrefix("2 of the 3 images of dataset mixed"), "\(some)")
         mixed.samples.removeFirst(2)
         #expect(try store.trainingOverlapWarning(model: header, name: "m", dataset: mixed, datasetName: "mixed") == nil)

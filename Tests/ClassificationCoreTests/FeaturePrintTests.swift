@@ -3,6 +3,7 @@ import Foundation
 import TLS
 import Testing
 import Torch
+
 @testable import ClassificationCore
 
 /// The built-in feature print as the service loads it (a folder with a module and its manifest, checked by
@@ -11,15 +12,17 @@ import Torch
 @Suite struct FeaturePrintTests {
     /// Writes a feature print whose module gives each channel's mean and spread, as make_feature_print.py lays it out.
     static func install(in folder: URL, side: Int = 16) throws -> [UInt8] {
-        let module = try ScriptModule.compile(source: """
-            def forward(self, x):
-                return torch.cat([x.mean([2, 3]), x.std([2, 3])], 1)
+        let module = try ScriptModule.compile(
+            source: """
+                def forward(self, x):
+                    return torch.cat([x.mean([2, 3]), x.std([2, 3])], 1)
 
-            """)
+                """)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try Data(module).write(to: folder.appendingPathComponent("tiny.pt"))
-        let manifest = FeaturePrint.Manifest(name: "tiny", file: "tiny.pt", sha256: SHA256.hex(module), inputWidth: side,
-                                             inputHeight: side, mean: [0.5, 0.5, 0.5], std: [0.25, 0.25, 0.25], features: 6)
+        let manifest = FeaturePrint.Manifest(
+            name: "tiny", file: "tiny.pt", sha256: SHA256.hex(module), inputWidth: side,
+            inputHeight: side, mean: [0.5, 0.5, 0.5], std: [0.25, 0.25, 0.25], features: 6)
         try JSONEncoder().encode(manifest).write(to: folder.appendingPathComponent(FeaturePrint.manifestName))
         return module
     }
@@ -29,7 +32,10 @@ import Torch
     }
 
     static func error(_ body: () throws -> Void) -> ClassificationError? {
-        do { try body(); return nil } catch let error as ClassificationError { return error } catch { return nil }
+        do {
+            try body()
+            return nil
+        } catch let error as ClassificationError { return error } catch { return nil }
     }
 
     @Test func anIntactFeaturePrintLoadsAndTrainsATransferClassifier() throws {
@@ -42,7 +48,8 @@ import Torch
         var options = ScriptBaseTests.noHoldOut
         options.algorithm = .transfer
         options.augmentation = Augmentation.none
-        let file = try ClassifierTrainer.train(try ScriptBaseTests.temperatures(), options: options, featurePrint: featurePrint)
+        let file = try ClassifierTrainer.train(
+            try ScriptBaseTests.temperatures(), options: options, featurePrint: featurePrint)
         #expect(file.header.algorithm == "transfer" && file.header.featureMethod == "forward")
         #expect(file.script == module && file.header.inputWidth == 16 && file.header.mean == [0.5, 0.5, 0.5])
         #expect(file.header.trainingAccuracy == 1)
@@ -52,7 +59,8 @@ import Torch
 
         // The default augmentation (flips, crops, exposure) trains on two augmented copies besides each image.
         options.augmentation = nil
-        let augmented = try ClassifierTrainer.train(try ScriptBaseTests.temperatures(), options: options, featurePrint: featurePrint)
+        let augmented = try ClassifierTrainer.train(
+            try ScriptBaseTests.temperatures(), options: options, featurePrint: featurePrint)
         #expect(augmented.header.metrics["training_images"] == 8 && augmented.header.trainingAccuracy == 1)
     }
 
@@ -67,12 +75,15 @@ import Torch
         var options = ScriptBaseTests.noHoldOut
         options.algorithm = .transfer
         options.augmentation = Augmentation.none
-        let first = try ClassifierTrainer.train(try ScriptBaseTests.temperatures(), options: options, featurePrint: featurePrint, featureCache: cache)
+        let first = try ClassifierTrainer.train(
+            try ScriptBaseTests.temperatures(), options: options, featurePrint: featurePrint, featureCache: cache)
         #expect(cache.count == 8 && cache.hits == 0)
-        let second = try ClassifierTrainer.train(try ScriptBaseTests.temperatures(), options: options, featurePrint: featurePrint, featureCache: cache)
+        let second = try ClassifierTrainer.train(
+            try ScriptBaseTests.temperatures(), options: options, featurePrint: featurePrint, featureCache: cache)
         #expect(cache.hits == 8 && second.tensors == first.tensors)
         options.augmentation = nil
-        _ = try ClassifierTrainer.train(try ScriptBaseTests.temperatures(), options: options, featurePrint: featurePrint, featureCache: cache)
+        _ = try ClassifierTrainer.train(
+            try ScriptBaseTests.temperatures(), options: options, featurePrint: featurePrint, featureCache: cache)
         #expect(cache.count == 8 && cache.hits == 16, "the 16 augmented copies are computed, not kept")
     }
 
@@ -96,17 +107,23 @@ import Torch
         let folder = Self.scratch()
         let missing = Self.error { _ = try FeaturePrint.load(directory: folder.path) }
         #expect(missing?.category == .failedPrecondition)
-        #expect(missing?.message.contains("the feature print is not installed") == true && missing?.message.contains("compose/compose up") == true)
+        #expect(
+            missing?.message.contains("the feature print is not installed") == true
+                && missing?.message.contains("compose/compose up") == true)
 
         var options = ClassifierTrainingOptions()
         options.algorithm = .transfer
-        let untrained = Self.error { _ = try ClassifierTrainer.train(try ScriptBaseTests.temperatures(), options: options) }
+        let untrained = Self.error {
+            _ = try ClassifierTrainer.train(try ScriptBaseTests.temperatures(), options: options)
+        }
         #expect(untrained?.category == .failedPrecondition && untrained?.message.contains("not installed") == true)
     }
 
     @Test func transferIsTheDefaultForPhotosOnlyWhenInstalled() throws {
-        let photos = try TrainingDefaultsTests.dataset((0..<4).map { TrainingDefaultsTests.noise(side: 100, seed: UInt64($0)) })
-        let small = try TrainingDefaultsTests.dataset((0..<4).map { TrainingDefaultsTests.noise(side: 32, seed: UInt64($0)) })
+        let photos = try TrainingDefaultsTests.dataset(
+            (0..<4).map { TrainingDefaultsTests.noise(side: 100, seed: UInt64($0)) })
+        let small = try TrainingDefaultsTests.dataset(
+            (0..<4).map { TrainingDefaultsTests.noise(side: 32, seed: UInt64($0)) })
         #expect(ClassifierAlgorithm.automatic(for: photos, featurePrintInstalled: true) == .transfer)
         #expect(ClassifierAlgorithm.automatic(for: photos, featurePrintInstalled: false) == .cnn)
         #expect(ClassifierAlgorithm.automatic(for: small, featurePrintInstalled: true) == .cnn)

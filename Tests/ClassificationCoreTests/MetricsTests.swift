@@ -1,6 +1,7 @@
 import Base
 import TLS
 import Testing
+
 @testable import ClassificationCore
 
 @Suite struct MetricsTests {
@@ -28,7 +29,8 @@ import Testing
     @Test func nmsKeepsTheMostConfidentPerLabel() {
         let detections = [
             Detection(label: 0, confidence: 0.6, box: Box(x: 0, y: 0, width: 10, height: 10)),
-            Detection(label: 0, confidence: 0.9, box: Box(x: 1, y: 1, width: 10, height: 10)),  // IoU with [0] = 81/119 = 0.68
+            // IoU with [0] = 81/119 = 0.68
+            Detection(label: 0, confidence: 0.9, box: Box(x: 1, y: 1, width: 10, height: 10)),
             Detection(label: 1, confidence: 0.5, box: Box(x: 0, y: 0, width: 10, height: 10)),  // other label: kept
             Detection(label: 0, confidence: 0.7, box: Box(x: 20, y: 20, width: 5, height: 5)),  // far away: kept
         ]
@@ -38,17 +40,22 @@ import Testing
     }
 
     @Test func averagePrecisionMatchesHandComputedCurves() throws {
-        let truth = [(image: 0, box: Box(x: 0, y: 0, width: 10, height: 10)),
-                     (image: 1, box: Box(x: 0, y: 0, width: 10, height: 10))]
+        let truth = [
+            (image: 0, box: Box(x: 0, y: 0, width: 10, height: 10)),
+            (image: 1, box: Box(x: 0, y: 0, width: 10, height: 10)),
+        ]
         func det(_ image: Int, _ confidence: Double, _ x: Double) -> (image: Int, detection: Detection) {
             (image, Detection(label: 0, confidence: confidence, box: Box(x: x, y: 0, width: 10, height: 10)))
         }
         // Both found, best first: precision 1 at every recall → AP 1.
-        #expect(Metrics.averagePrecision(detections: [det(0, 0.9, 0), det(1, 0.8, 0)], truth: truth, iouThreshold: 0.5) == 1)
+        #expect(
+            Metrics.averagePrecision(detections: [det(0, 0.9, 0), det(1, 0.8, 0)], truth: truth, iouThreshold: 0.5) == 1
+        )
         // A false positive ranked first: ranks give (P, R) = (0, 0), (0.5, 0.5), (2/3, 1); the envelope is 2/3 at
         // every one of the 101 recall points → AP 2/3.
-        let ap = try #require(Metrics.averagePrecision(
-            detections: [det(0, 0.95, 50), det(0, 0.9, 0), det(1, 0.8, 0)], truth: truth, iouThreshold: 0.5))
+        let ap = try #require(
+            Metrics.averagePrecision(
+                detections: [det(0, 0.95, 50), det(0, 0.9, 0), det(1, 0.8, 0)], truth: truth, iouThreshold: 0.5))
         #expect(abs(ap - 2.0 / 3.0) < 1e-12)
         // Only one of two found (precision 1 up to recall 0.5): 51 of 101 points → 51/101.
         let half = try #require(Metrics.averagePrecision(detections: [det(0, 0.9, 0)], truth: truth, iouThreshold: 0.5))
@@ -58,17 +65,19 @@ import Testing
         #expect(Metrics.averagePrecision(detections: shifted, truth: truth, iouThreshold: 0.5) == 1)
         #expect(Metrics.averagePrecision(detections: shifted, truth: truth, iouThreshold: 0.55) == 0)
         // A duplicate of a matched box is a false positive.
-        let duplicate = try #require(Metrics.averagePrecision(
-            detections: [det(0, 0.9, 0), det(0, 0.85, 0)], truth: truth, iouThreshold: 0.5))
+        let duplicate = try #require(
+            Metrics.averagePrecision(
+                detections: [det(0, 0.9, 0), det(0, 0.85, 0)], truth: truth, iouThreshold: 0.5))
         #expect(abs(duplicate - 51.0 / 101.0) < 1e-12)
         // No truth for the class: undefined, left out of the mean.
         #expect(Metrics.averagePrecision(detections: [det(0, 0.9, 0)], truth: [], iouThreshold: 0.5) == nil)
         let thresholds = Metrics.cocoThresholds
         #expect(thresholds.count == 10 && thresholds.first == 0.5 && abs(thresholds.last! - 0.95) < 1e-12)
         // mAP@[.5:.95] of the shifted detections: 1 at 0.5 and 0 at the nine others → 0.1.
-        let perThreshold = Dictionary(uniqueKeysWithValues: thresholds.map { t in
-            (t, Metrics.averagePrecision(detections: shifted, truth: truth, iouThreshold: t)!)
-        })
+        let perThreshold = Dictionary(
+            uniqueKeysWithValues: thresholds.map { t in
+                (t, Metrics.averagePrecision(detections: shifted, truth: truth, iouThreshold: t)!)
+            })
         #expect(abs(Metrics.meanAveragePrecision(perClass: [perThreshold]) - 0.1) < 1e-12)
     }
 
@@ -87,7 +96,8 @@ import Testing
     @Test func sha256OfKnownVectors() {
         #expect(SHA256.hex([]) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
         #expect(SHA256.hex(Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(SHA256.hex(Array(String(repeating: "a", count: 1000).utf8))
+        #expect(
+            SHA256.hex(Array(String(repeating: "a", count: 1000).utf8))
                 == "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3")
     }
 }

@@ -3,15 +3,20 @@ import Foundation
 import TLS
 import Testing
 import Torch
+
 @testable import ClassificationCore
 
 @Suite(.serialized) struct ModelFileTests {
     func sample() -> ModelFile {
-        var header = ModelHeader(kind: .classifier, algorithm: "cnn", labels: ["a", "b"], inputWidth: 16, inputHeight: 16)
+        var header = ModelHeader(
+            kind: .classifier, algorithm: "cnn", labels: ["a", "b"], inputWidth: 16, inputHeight: 16)
         header.trainingAccuracy = 0.9
         header.metrics = ["accuracy": 0.8]
-        header.history = [TrainingProgress(epoch: 1, epochs: 2, loss: 0.7, trainingAccuracy: 0.5, validationAccuracy: nil),
-                          TrainingProgress(epoch: 2, epochs: 2, loss: 0.3, trainingAccuracy: 0.9, validationAccuracy: 0.8, pass: 2, passes: 2)]
+        header.history = [
+            TrainingProgress(epoch: 1, epochs: 2, loss: 0.7, trainingAccuracy: 0.5, validationAccuracy: nil),
+            TrainingProgress(
+                epoch: 2, epochs: 2, loss: 0.3, trainingAccuracy: 0.9, validationAccuracy: 0.8, pass: 2, passes: 2),
+        ]
         return ModelFile(header: header, tensors: [NamedArray(name: "w", shape: [2, 2], values: [1, -2, 3.5, 0])])
     }
 
@@ -19,7 +24,10 @@ import Torch
         let bytes = try sample().encoded()
         #expect(try ModelFile.decode(bytes) == sample())
         func refusal(_ bytes: [UInt8]) -> String? {
-            do { _ = try ModelFile.decode(bytes); return nil } catch let error as ClassificationError {
+            do {
+                _ = try ModelFile.decode(bytes)
+                return nil
+            } catch let error as ClassificationError {
                 #expect(error.category == .invalidArgument)
                 return error.message
             } catch { return "\(error)" }
@@ -28,7 +36,9 @@ import Torch
         flipped[flipped.count - 40] ^= 1
         #expect(refusal(flipped)?.contains("checksum") == true)
         #expect(refusal(Array(bytes.dropLast(5)))?.contains("checksum") == true)
-        #expect(refusal(Array("PK\u{3}\u{4} a zip file, not ours, long enough to pass the size check easily".utf8))?.contains("magic") == true)
+        #expect(
+            refusal(Array("PK\u{3}\u{4} a zip file, not ours, long enough to pass the size check easily".utf8))?
+                .contains("magic") == true)
         var future = bytes
         future[16] = 9
         #expect(refusal(future)?.contains("version 9") == true)
@@ -40,10 +50,13 @@ import Torch
     /// product overflows. Reading it must refuse it (INVALID_ARGUMENT), not trap on the multiplication and take the
     /// replica down with it, nor allocate what the shape declares.
     @Test func aTensorTableWhoseShapesOverflowIsRefused() throws {
-        for shape in ["[4294967296,4294967296]", "[3037000500,3037000500]", "[9223372036854775807,2]", "[2305843009213693952]"] {
+        for shape in [
+            "[4294967296,4294967296]", "[3037000500,3037000500]", "[9223372036854775807,2]", "[2305843009213693952]",
+        ] {
             let bytes = try sample().encoded()
             let length = Int(bytes[20]) | Int(bytes[21]) << 8 | Int(bytes[22]) << 16 | Int(bytes[23]) << 24
-            let json = String(decoding: bytes[24..<(24 + length)], as: UTF8.self).replacingOccurrences(of: "\"shape\":[2,2]", with: "\"shape\":\(shape)")
+            let json = String(decoding: bytes[24..<(24 + length)], as: UTF8.self).replacingOccurrences(
+                of: "\"shape\":[2,2]", with: "\"shape\":\(shape)")
             #expect(json.contains(shape))
             var forged = Array(bytes[..<20])
             let jsonBytes = Array(json.utf8)
@@ -68,7 +81,8 @@ import Torch
     @Test func aTrainedNetworkReloadsWithTheSamePredictions() throws {
         try Torch.seed(7)
         let network = try ResidualNetwork(ResidualNetworkConfiguration(widths: [4, 8], classes: 3))
-        var header = ModelHeader(kind: .classifier, algorithm: "cnn", labels: ["x", "y", "z"], inputWidth: 8, inputHeight: 8)
+        var header = ModelHeader(
+            kind: .classifier, algorithm: "cnn", labels: ["x", "y", "z"], inputWidth: 8, inputHeight: 8)
         header.network = network.configuration
         let file = ModelFile(header: header, tensors: try network.parameters.export())
         let classifier = try Classifier(try ModelFile.decode(try file.encoded()))
@@ -103,8 +117,16 @@ import Torch
     static func tinyDataset() throws -> Dataset {
         var files: [(path: String, bytes: [UInt8])] = []
         for i in 0..<4 {
-            files.append(("left/\(i).png", TestPNG.encode(TestPNG.solid(width: 16, height: 16, colour: (40, 40, 40), mark: (3, 4 + i)))))
-            files.append(("right/\(i).png", TestPNG.encode(TestPNG.solid(width: 16, height: 16, colour: (40, 40, 40), mark: (12, 4 + i)))))
+            files.append(
+                (
+                    "left/\(i).png",
+                    TestPNG.encode(TestPNG.solid(width: 16, height: 16, colour: (40, 40, 40), mark: (3, 4 + i)))
+                ))
+            files.append(
+                (
+                    "right/\(i).png",
+                    TestPNG.encode(TestPNG.solid(width: 16, height: 16, colour: (40, 40, 40), mark: (12, 4 + i)))
+                ))
         }
         return try DatasetBuilder.classification(files: files)
     }
@@ -134,8 +156,16 @@ import Torch
         // Two features models trained from the same seed on the same small set are byte-identical.
         var files: [(path: String, bytes: [UInt8])] = []
         for i in 0..<4 {
-            files.append(("left/\(i).png", TestPNG.encode(TestPNG.solid(width: 16, height: 16, colour: (40, 40, 40), mark: (3, 4 + i)))))
-            files.append(("right/\(i).png", TestPNG.encode(TestPNG.solid(width: 16, height: 16, colour: (40, 40, 40), mark: (12, 4 + i)))))
+            files.append(
+                (
+                    "left/\(i).png",
+                    TestPNG.encode(TestPNG.solid(width: 16, height: 16, colour: (40, 40, 40), mark: (3, 4 + i)))
+                ))
+            files.append(
+                (
+                    "right/\(i).png",
+                    TestPNG.encode(TestPNG.solid(width: 16, height: 16, colour: (40, 40, 40), mark: (12, 4 + i)))
+                ))
         }
         let dataset = try DatasetBuilder.classification(files: files)
         var options = ClassifierTrainingOptions()

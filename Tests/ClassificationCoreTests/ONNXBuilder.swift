@@ -107,7 +107,10 @@ enum ONNXBuilder {
                 node("Flatten", ["pooled"], ["flat"], ints: ["axis": 1]),
                 node("Gemm", ["flat", "W", "B"], ["y"], ints: ["transB": 1]),
             ],
-            initializers: [tensor("W", dims: [weights.count, 3], floats: weights.flatMap { $0 }), tensor("B", dims: [bias.count], floats: bias)],
+            initializers: [
+                tensor("W", dims: [weights.count, 3], floats: weights.flatMap { $0 }),
+                tensor("B", dims: [bias.count], floats: bias),
+            ],
             input: valueInfo("x", [1, 3, side, side]), output: valueInfo("y", [1, weights.count]))
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Torch
+
 @testable import ClassificationCore
 
 /// Issue 26, models that run elsewhere: a `transfer` classifier — the installed feature print, EfficientNet-Lite0, with
@@ -8,12 +9,15 @@ import Torch
 /// onnxruntime and through OpenCV's DNN module when imported back.
 @Suite(.serialized) struct ONNXTransferExportTests {
     /// The feature print `compose/compose feature-print` installs (or MENAGERIE_FEATURE_PRINT).
-    static let folder = ProcessInfo.processInfo.environment["MENAGERIE_FEATURE_PRINT"]
+    static let folder =
+        ProcessInfo.processInfo.environment["MENAGERIE_FEATURE_PRINT"]
         ?? ONNXExportTests.root.appendingPathComponent("compose/.cache/feature-print").path
     /// Under CI=true the tests run (and fail) without it, as `compose test` installs it.
-    static let installed = FileManager.default.fileExists(atPath: folder + "/" + FeaturePrint.manifestName)
+    static let installed =
+        FileManager.default.fileExists(atPath: folder + "/" + FeaturePrint.manifestName)
         || ProcessInfo.processInfo.environment["CI"] == "true"
-    static let missing: Comment = "skipped: the feature print is not installed (compose/compose feature-print; set CI=true to require it)"
+    static let missing: Comment =
+        "skipped: the feature print is not installed (compose/compose feature-print; set CI=true to require it)"
 
     /// Photos of two kinds a pretrained network tells apart: stripes across and stripes down, in changing colours.
     static func striped(_ seed: UInt64, across: Bool, width: Int = 80, height: Int = 60) -> RGBImage {
@@ -36,16 +40,24 @@ import Torch
         options.algorithm = .transfer
         options.augmentation = Augmentation.none
         options.validationFraction = 0
-        return try ClassifierTrainer.train(try TrainingDefaultsTests.dataset(images, labels: ["across", "down"]),
-                                           options: options, featurePrint: featurePrint)
+        return try ClassifierTrainer.train(
+            try TrainingDefaultsTests.dataset(images, labels: ["across", "down"]),
+            options: options, featurePrint: featurePrint)
     }
 
     /// Held-out photos of other sizes and shapes than the input, so the service's resizing is part of what is compared.
-    static let photos = (0..<4).map { striped(UInt64(50 + $0), across: $0 % 2 == 0, width: 90 + 7 * $0, height: 64 + 11 * $0) }
+    static let photos = (0..<4).map {
+        striped(UInt64(50 + $0), across: $0 % 2 == 0, width: 90 + 7 * $0, height: 64 + 11 * $0)
+    }
 
     /// Each photo as the exported graph takes it: resized as the service does, x = p / 255, (x − mean) / std.
     static func inputs(_ header: ModelHeader) throws -> [[Float]] {
-        try photos.map { header.normalised(try Preprocessing.input($0, width: header.inputWidth, height: header.inputHeight, scaling: header.scaling).pixels) }
+        try photos.map {
+            header.normalised(
+                try Preprocessing.input(
+                    $0, width: header.inputWidth, height: header.inputHeight, scaling: header.scaling
+                ).pixels)
+        }
     }
 
     @Test(.enabled(if: installed, missing))
@@ -70,8 +82,10 @@ import Torch
         #expect(run.input == [.string("image"), .int(1), .int(3), .int(224), .int(224)])
         #expect(run.output == [.string("probabilities"), .int(1), .int(2)])
         #expect(run.metadata["menagerie.algorithm"] == "transfer" && run.metadata["labels"] == "[\"across\",\"down\"]")
-        #expect(run.metadata["input_mean"] == "0.49803922,0.49803922,0.49803922" && run.metadata["input_std"] == "0.5019608,0.5019608,0.5019608",
-                "\(run.metadata)")
+        #expect(
+            run.metadata["input_mean"] == "0.49803922,0.49803922,0.49803922"
+                && run.metadata["input_std"] == "0.5019608,0.5019608,0.5019608",
+            "\(run.metadata)")
         #expect(run.metadata["input_resize"] == "fit" && run.metadata["input_scale"] == "1/255")
     }
 
@@ -81,9 +95,14 @@ import Torch
         let exported = try ONNXExport.export(file, name: "stripes")
         // What `model import --format onnx` takes from metadata_props: labels, input size, normalisation.
         let described = try #require(ONNXExport.described(exported))
-        #expect(described == ONNXExport.Described(labels: ["across", "down"], width: 224, height: 224, kind: .classifier,
-                                                  mean: file.header.mean, std: file.header.std))
-        var header = ModelHeader(kind: .classifier, algorithm: "onnx", labels: described.labels, inputWidth: described.width, inputHeight: described.height)
+        #expect(
+            described
+                == ONNXExport.Described(
+                    labels: ["across", "down"], width: 224, height: 224, kind: .classifier,
+                    mean: file.header.mean, std: file.header.std))
+        var header = ModelHeader(
+            kind: .classifier, algorithm: "onnx", labels: described.labels, inputWidth: described.width,
+            inputHeight: described.height)
         header.mean = described.mean
         header.std = described.std
         let imported = try Classifier(ModelFile(header: header, tensors: [], script: exported))
@@ -98,16 +117,29 @@ import Torch
     /// A transfer model with tensors beside its head is refused by name: the export writes the layers its module
     /// holds (a fine-tuned model's own tuned copy included) and the head, which such tensors are neither.
     @Test func aTransferModelWithTensorsBesideItsHeadIsRefused() throws {
-        let header = ModelHeader(kind: .classifier, algorithm: "transfer", labels: ["a", "b"], inputWidth: 8, inputHeight: 8)
-        let head = [NamedArray(name: "mean", shape: [2], values: [0, 0]), NamedArray(name: "deviation", shape: [2], values: [1, 1]),
-                    NamedArray(name: "weight", shape: [2, 2], values: [1, 0, 0, 1]), NamedArray(name: "bias", shape: [2], values: [0, 0])]
+        let header = ModelHeader(
+            kind: .classifier, algorithm: "transfer", labels: ["a", "b"], inputWidth: 8, inputHeight: 8)
+        let head = [
+            NamedArray(name: "mean", shape: [2], values: [0, 0]),
+            NamedArray(name: "deviation", shape: [2], values: [1, 1]),
+            NamedArray(name: "weight", shape: [2, 2], values: [1, 0, 0, 1]),
+            NamedArray(name: "bias", shape: [2], values: [0, 0]),
+        ]
         func refusal(_ file: ModelFile) -> String? {
-            do { _ = try ONNXExport.export(file, name: "tuned"); return nil } catch let error as ClassificationError {
+            do {
+                _ = try ONNXExport.export(file, name: "tuned")
+                return nil
+            } catch let error as ClassificationError {
                 return error.category == .failedPrecondition ? error.message : "\(error.category): \(error.message)"
             } catch { return "\(error)" }
         }
-        let tuned = refusal(ModelFile(header: header, tensors: head + [NamedArray(name: "_blocks.15._project_conv.weight", shape: [1], values: [1])]))
-        #expect(tuned?.contains("tensors besides its linear head (_blocks.15._project_conv.weight)") == true, "\(tuned ?? "exported")")
+        let tuned = refusal(
+            ModelFile(
+                header: header,
+                tensors: head + [NamedArray(name: "_blocks.15._project_conv.weight", shape: [1], values: [1])]))
+        #expect(
+            tuned?.contains("tensors besides its linear head (_blocks.15._project_conv.weight)") == true,
+            "\(tuned ?? "exported")")
     }
 
     /// A transfer model on another feature print than EfficientNet-Lite0 (here a small compiled module) is refused
@@ -119,13 +151,15 @@ import Torch
         var options = ScriptBaseTests.noHoldOut
         options.algorithm = .transfer
         options.augmentation = Augmentation.none
-        let file = try ClassifierTrainer.train(try ScriptBaseTests.temperatures(), options: options,
-                                               featurePrint: try FeaturePrint.load(directory: folder.path))
+        let file = try ClassifierTrainer.train(
+            try ScriptBaseTests.temperatures(), options: options,
+            featurePrint: try FeaturePrint.load(directory: folder.path))
         #expect {
             try ONNXExport.export(file, name: "tiny")
         } throws: { error in
             let error = error as? ClassificationError
-            return error?.category == .failedPrecondition && error?.message.contains("is not EfficientNet-Lite0 (its module has no _conv_stem)") == true
+            return error?.category == .failedPrecondition
+                && error?.message.contains("is not EfficientNet-Lite0 (its module has no _conv_stem)") == true
         }
     }
 

@@ -1,14 +1,17 @@
 import Foundation
 import Testing
+
 @testable import ClassificationCore
 
 /// Photos as phones and the web hand them over: HEIC (the iPhone's default) and WebP decode like PNG and JPEG; a file
 /// cut short or damaged is refused naming it, never decoded with grey where its data is missing.
 @Suite struct PhoneImageTests {
     /// A 64 × 48 picture: left half red, right half blue.
-    static let halves = RGBImage(width: 64, height: 48, pixels: (0..<48).flatMap { _ in
-        (0..<64).flatMap { x in x < 32 ? [220, 20, 20] : [20, 20, 220] as [UInt8] }
-    })
+    static let halves = RGBImage(
+        width: 64, height: 48,
+        pixels: (0..<48).flatMap { _ in
+            (0..<64).flatMap { x in x < 32 ? [220, 20, 20] : [20, 20, 220] as [UInt8] }
+        })
 
     /// A noisy 300 × 200 picture as a JPEG of tens of kilobytes.
     static func noisyJPEG() throws -> [UInt8] {
@@ -54,12 +57,15 @@ import Testing
 
     @Test(arguments: ["png", "heic", "webp"])
     func otherFormatsCutShortAreRefused(format: String) throws {
-        let bytes: [UInt8] = switch format {
-        case "png": TestPNG.encode(Self.halves)
-        case "heic": try Self.halves.heic()
-        default: try Self.halves.webp()
+        let bytes: [UInt8] =
+            switch format {
+            case "png": TestPNG.encode(Self.halves)
+            case "heic": try Self.halves.heic()
+            default: try Self.halves.webp()
+            }
+        #expect(throws: ClassificationError.self) {
+            try RGBImage.decode(Array(bytes.prefix(bytes.count * 2 / 3)), name: "cut.\(format)")
         }
-        #expect(throws: ClassificationError.self) { try RGBImage.decode(Array(bytes.prefix(bytes.count * 2 / 3)), name: "cut.\(format)") }
     }
 
     @Test func aDatasetTakesHEICAndWebPFiles() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import ClassificationCore
 
 /// The shared real datasets (`<package root>/../shared/datasets`).
@@ -9,7 +10,8 @@ enum RealData {
         .deletingLastPathComponent().appendingPathComponent("shared/datasets")
 
     /// Real-data tests run when the data is present, and always under `CI=true` (where they fail if it is missing).
-    static let enabled = FileManager.default.fileExists(atPath: directory.appendingPathComponent("digits").path)
+    static let enabled =
+        FileManager.default.fileExists(atPath: directory.appendingPathComponent("digits").path)
         || ProcessInfo.processInfo.environment["CI"] == "true"
     static let skipMessage: Comment = "skipped: ../shared/datasets/digits is missing (set CI=true to require it)"
 

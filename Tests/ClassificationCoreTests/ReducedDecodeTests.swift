@@ -1,4 +1,5 @@
 import Testing
+
 @testable import ClassificationCore
 
 /// JPEGs decoded at 1/2, 1/4 or 1/8 of their size (libjpeg's DCT scaling) while the result still covers the size
@@ -14,7 +15,10 @@ import Testing
     }
 
     static func mean(_ image: RGBImage) -> [Double] {
-        (0..<3).map { c in Double(stride(from: c, to: image.pixels.count, by: 3).reduce(0) { $0 + Int(image.pixels[$1]) }) / Double(image.width * image.height) }
+        (0..<3).map { c in
+            Double(stride(from: c, to: image.pixels.count, by: 3).reduce(0) { $0 + Int(image.pixels[$1]) })
+                / Double(image.width * image.height)
+        }
     }
 
     @Test func aJPEGDecodesReducedWhileTheResultCoversTheSizeAsked() throws {
@@ -31,16 +35,22 @@ import Testing
         #expect(try size((700, 10)) == [641, 481])
         // The same picture, smaller: the colours agree on average.
         let reduced = try RGBImage.decode(photo, atLeast: (32, 32))
-        for (a, b) in zip(Self.mean(whole), Self.mean(reduced)) { #expect(abs(a - b) < 2, "\(Self.mean(whole)) against \(Self.mean(reduced))") }
+        for (a, b) in zip(Self.mean(whole), Self.mean(reduced)) {
+            #expect(abs(a - b) < 2, "\(Self.mean(whole)) against \(Self.mean(reduced))")
+        }
     }
 
     /// A photo stored sideways (EXIF orientation 6) is reduced by its upright size: its stored width is its height.
     @Test func aTurnedPhotoIsReducedByItsUprightSize() throws {
         let stored = try Self.gradient(width: 640, height: 480)
         // An APP1 segment holding a big-endian TIFF with the one orientation tag, after the start-of-image marker.
-        let tiff: [UInt8] = [0x4D, 0x4D, 0, 0x2A, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 6, 0, 0, 0, 0, 0, 0]
+        let tiff: [UInt8] = [
+            0x4D, 0x4D, 0, 0x2A, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 6, 0, 0, 0, 0, 0, 0,
+        ]
         let segment = Array("Exif\0\0".utf8) + tiff
-        let turned = Array(stored.prefix(2)) + [0xFF, 0xE1, UInt8((segment.count + 2) >> 8), UInt8((segment.count + 2) & 0xFF)] + segment
+        let turned =
+            Array(stored.prefix(2)) + [0xFF, 0xE1, UInt8((segment.count + 2) >> 8), UInt8((segment.count + 2) & 0xFF)]
+            + segment
             + stored.dropFirst(2)
         let upright = try RGBImage.decode(turned)
         #expect(upright.width == 480 && upright.height == 640)
@@ -75,9 +85,11 @@ import Testing
         #expect(Preprocessing.decodeSize(of: (3000, 4000), input: input, scaling: .fit) == (336, 448))
         // What libjpeg then decodes of a 4000×3000 JPEG: 1/8 for fit, 1/4 for the others.
         let jpeg = try ReducedDecodeTests.gradient(width: 4000, height: 3000)
-        let fitted = try RGBImage.decode(jpeg, atLeast: Preprocessing.decodeSize(of: photo, input: input, scaling: .fit))
+        let fitted = try RGBImage.decode(
+            jpeg, atLeast: Preprocessing.decodeSize(of: photo, input: input, scaling: .fit))
         #expect([fitted.width, fitted.height] == [500, 375])
-        let filled = try RGBImage.decode(jpeg, atLeast: Preprocessing.decodeSize(of: photo, input: input, scaling: .fill))
+        let filled = try RGBImage.decode(
+            jpeg, atLeast: Preprocessing.decodeSize(of: photo, input: input, scaling: .fill))
         #expect([filled.width, filled.height] == [1000, 750])
     }
 }
@@ -87,9 +99,12 @@ import Testing
 @Suite struct PhotoDetectionTests {
     /// Finds one box over the middle half of whatever image it is given, and remembers that image's size.
     final class MiddleHalf: ObjectDetector, @unchecked Sendable {
-        let header = ModelHeader(kind: .detector, algorithm: "yolo", labels: ["thing"], inputWidth: 160, inputHeight: 160)
+        let header = ModelHeader(
+            kind: .detector, algorithm: "yolo", labels: ["thing"], inputWidth: 160, inputHeight: 160)
         var seen: (Int, Int) = (0, 0)
-        func detect(_ image: RGBImage, confidenceThreshold: Double, iouThreshold: Double, maximum: Int, labels only: Set<String>) throws -> [Detection] {
+        func detect(
+            _ image: RGBImage, confidenceThreshold: Double, iouThreshold: Double, maximum: Int, labels only: Set<String>
+        ) throws -> [Detection] {
             seen = (image.width, image.height)
             let w = Double(image.width), h = Double(image.height)
             return [Detection(label: 0, confidence: 0.9, box: Box(x: w / 4, y: h / 4, width: w / 2, height: h / 2))]
@@ -101,7 +116,8 @@ import Testing
         let photo = PhotoDetection.self
         let jpeg = try ReducedDecodeTests.gradient(width: 4000, height: 3000)
         let prepared = try photo.init(jpeg, for: detector)
-        #expect([prepared.image.width, prepared.image.height] == [500, 375])  // 1/8: fit keeps 160×120, twice is 320×240
+        // 1/8: fit keeps 160×120, twice is 320×240
+        #expect([prepared.image.width, prepared.image.height] == [500, 375])
         #expect(prepared.width == 4000 && prepared.height == 3000)
         let found = prepared.mapped(try detector.detect(prepared.image))
         #expect(detector.seen == (500, 375))

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Torch
+
 @testable import ClassificationCore
 
 /// An imported TorchScript classifier as the base of fine-tuning: a frozen feature extractor under a linear head
@@ -16,7 +17,8 @@ import Torch
         """
 
     static func base(_ source: String, labels: [String] = ["red", "green", "blue"], side: Int = 8) throws -> ModelFile {
-        var header = ModelHeader(kind: .classifier, algorithm: "torchscript", labels: labels, inputWidth: side, inputHeight: side)
+        var header = ModelHeader(
+            kind: .classifier, algorithm: "torchscript", labels: labels, inputWidth: side, inputHeight: side)
         header.mean = [0.5, 0.5, 0.5]
         header.std = [0.25, 0.25, 0.25]
         return ModelFile(header: header, tensors: [], script: try ScriptModule.compile(source: source + "\n"))
@@ -30,8 +32,9 @@ import Torch
     static func temperatures() throws -> Dataset {
         let warm: [(UInt8, UInt8, UInt8)] = [(220, 30, 20), (240, 140, 10), (230, 200, 20), (200, 60, 60)]
         let cool: [(UInt8, UInt8, UInt8)] = [(20, 40, 220), (20, 200, 210), (30, 180, 60), (60, 60, 200)]
-        return try DatasetBuilder.classification(files: warm.enumerated().map { ("warm/\($0.offset).png", photo($0.element, mark: 2 + $0.offset)) }
-            + cool.enumerated().map { ("cool/\($0.offset).png", photo($0.element, mark: 2 + $0.offset)) })
+        return try DatasetBuilder.classification(
+            files: warm.enumerated().map { ("warm/\($0.offset).png", photo($0.element, mark: 2 + $0.offset)) }
+                + cool.enumerated().map { ("cool/\($0.offset).png", photo($0.element, mark: 2 + $0.offset)) })
     }
 
     static var noHoldOut: ClassifierTrainingOptions {
@@ -46,7 +49,8 @@ import Torch
         #expect(file.header.algorithm == "torchscript" && file.header.featureMethod == "features")
         #expect(file.header.labels == ["cool", "warm"])
         #expect(file.script == base.script, "the module is kept as it came")
-        #expect(file.header.inputWidth == 8 && file.header.mean == base.header.mean && file.header.std == base.header.std)
+        #expect(
+            file.header.inputWidth == 8 && file.header.mean == base.header.mean && file.header.std == base.header.std)
         #expect(file.tensors.first { $0.name == "weight" }?.shape == [2, 6], "a head over the 6 embedding features")
         #expect(file.header.trainingAccuracy == 1)
 
@@ -70,7 +74,8 @@ import Torch
 
     /// A model fine-tuned from a module is a base too: its module and method carry on, under a new head.
     @Test func aFineTunedModelIsABaseAgain() throws {
-        let first = try ClassifierTrainer.train(try Self.temperatures(), options: Self.noHoldOut, base: try Self.base(Self.colourModule))
+        let first = try ClassifierTrainer.train(
+            try Self.temperatures(), options: Self.noHoldOut, base: try Self.base(Self.colourModule))
         let primaries = try DatasetBuilder.classification(files: [
             ("red/a.png", Self.photo((230, 20, 20), mark: 2)), ("red/b.png", Self.photo((200, 40, 30), mark: 3)),
             ("green/a.png", Self.photo((20, 220, 30), mark: 2)), ("green/b.png", Self.photo((40, 180, 40), mark: 3)),
@@ -80,7 +85,9 @@ import Torch
         #expect(second.header.labels == ["blue", "green", "red"] && second.header.featureMethod == "features")
         #expect(second.script == first.script)
         let classifier = try Classifier(second)
-        #expect(try classifier.classify(try RGBImage.decode(Self.photo((30, 200, 60), mark: 8), name: "g.png"), top: 1).map(\.label) == ["green"])
+        #expect(
+            try classifier.classify(try RGBImage.decode(Self.photo((30, 200, 60), mark: 8), name: "g.png"), top: 1).map(
+                \.label) == ["green"])
     }
 
     /// The cnn's default shifts and turns are not applied to a frozen extractor's training: only augmentation asked
@@ -117,20 +124,27 @@ import Torch
 
     /// A module whose features differ in length from image to image cannot carry a linear head.
     @Test func featuresOfVaryingLengthAreRefused() throws {
-        let base = try Self.base("def features(self, x):\n    return x[x > 0.0]\ndef forward(self, x):\n    return x.mean([2, 3])\n")
-        #expect(throws: ClassificationError.invalid("the TorchScript module's features returns no features of one fixed length")) {
+        let base = try Self.base(
+            "def features(self, x):\n    return x[x > 0.0]\ndef forward(self, x):\n    return x.mean([2, 3])\n")
+        #expect(
+            throws: ClassificationError.invalid(
+                "the TorchScript module's features returns no features of one fixed length")
+        ) {
             try ClassifierTrainer.train(try Self.temperatures(), options: Self.noHoldOut, base: base)
         }
     }
 
     /// A module that fails on the images is the imported model's fault: INVALID_ARGUMENT naming it.
     @Test func aModuleFailingOnTheImagesIsInvalidArgument() throws {
-        let base = try Self.base("def features(self, x):\n    return x.view(7, 11)\ndef forward(self, x):\n    return x.mean([2, 3])\n")
+        let base = try Self.base(
+            "def features(self, x):\n    return x.view(7, 11)\ndef forward(self, x):\n    return x.mean([2, 3])\n")
         do {
             _ = try ClassifierTrainer.train(try Self.temperatures(), options: Self.noHoldOut, base: base)
             Issue.record("training succeeded")
         } catch let error as ClassificationError {
-            #expect(error.category == .invalidArgument && error.message.contains("the TorchScript model does not run"), "\(error)")
+            #expect(
+                error.category == .invalidArgument && error.message.contains("the TorchScript model does not run"),
+                "\(error)")
         }
     }
 }
@@ -141,7 +155,8 @@ import Torch
 struct ScriptBaseDigitsTests {
     @Test func aHeadOnAnImportedEmbeddingLearnsTheDigits() throws {
         let train = try RealData.digitsTrain.get(), test = try RealData.digitsTest.get()
-        let base = try ScriptBaseTests.base("""
+        let base = try ScriptBaseTests.base(
+            """
             def features(self, x):
                 return torch.adaptive_avg_pool2d(x.mean(1, keepdim=True), [8, 8]).flatten(1)
             def forward(self, x):
@@ -149,7 +164,9 @@ struct ScriptBaseDigitsTests {
             """, side: 32)
         let file = try ClassifierTrainer.train(train, options: ClassifierTrainingOptions(), base: base)
         let evaluation = try ClassifierEvaluation.run(try Classifier(file), on: test)
-        print("digits on an imported 8×8 embedding: test accuracy \(evaluation.accuracy), validation \(file.header.validationAccuracy ?? -1), \(file.header.trainingSeconds ?? -1) s")
+        print(
+            "digits on an imported 8×8 embedding: test accuracy \(evaluation.accuracy), validation \(file.header.validationAccuracy ?? -1), \(file.header.trainingSeconds ?? -1) s"
+        )
         #expect(file.header.featureMethod == "features" && file.header.validationAccuracy != nil)
         #expect(evaluation.accuracy >= 0.9)
     }

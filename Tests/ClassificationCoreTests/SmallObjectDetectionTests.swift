@@ -2,6 +2,7 @@ import ClassificationTestSupport
 import Foundation
 import Testing
 import Torch
+
 @testable import ClassificationCore
 
 /// Issue 41, small parts of a picture: a transfer detector at stride 8 — EfficientNet-Lite0's blocks 0–4 joined by
@@ -42,7 +43,8 @@ struct SmallObjectDetectionTests {
         let x = try Tensor.rand([1, 3, 224, 224]) * 2 + (-1)
         let map = try pyramid.module.forward(x)
         #expect(map.shape == [1, 152, 28, 28])
-        let fine = try LiteBackbone(tensors: LiteBackbone.kept(network, blocks: 5), blocks: 5).module.forward(x).floats()
+        let fine = try LiteBackbone(tensors: LiteBackbone.kept(network, blocks: 5), blocks: 5).module.forward(x)
+            .floats()
         let deep = try LiteBackbone(tensors: kept, blocks: 11).module.forward(x).floats()
         let values = try map.floats()
         var worst: Float = 0
@@ -75,7 +77,8 @@ struct SmallObjectDetectionTests {
         options.featureVariants = 2
         options.featureStride = 8
         options.validationFraction = 0
-        let file = try DetectorTrainer.train(dataset, options: options, featurePrint: try FeaturePrint.load(directory: ONNXTransferExportTests.folder))
+        let file = try DetectorTrainer.train(
+            dataset, options: options, featurePrint: try FeaturePrint.load(directory: ONNXTransferExportTests.folder))
         return (file, dataset)
     }
 
@@ -88,12 +91,17 @@ struct SmallObjectDetectionTests {
         let image = try RGBImage.decode(scenes.images[scenes.samples[0].hash]!)
         let found = try detector.detect(image, confidenceThreshold: 0.01)
         #expect(!found.isEmpty)
-        #expect(found.allSatisfy { $0.box.minX >= 0 && $0.box.maxX <= Double(image.width) && $0.box.maxY <= Double(image.height) })
+        #expect(
+            found.allSatisfy {
+                $0.box.minX >= 0 && $0.box.maxX <= Double(image.width) && $0.box.maxY <= Double(image.height)
+            })
     }
 
     /// Exported, the stride-8 graph (Resize nearest and Concat before the head) gives the service's boxes in
     /// onnxruntime: 3 anchors × 28 × 28 rows.
-    @Test(.enabled(if: installed, missing), .enabled(if: ONNXExportTests.onnxruntimeInstalled, ONNXExportTests.onnxruntimeMissing))
+    @Test(
+        .enabled(if: installed, missing),
+        .enabled(if: ONNXExportTests.onnxruntimeInstalled, ONNXExportTests.onnxruntimeMissing))
     func onnxruntimeFindsTheStride8DetectorsBoxes() throws {
         let (file, scenes) = try Self.trained.get()
         let service = try TransferDetector(file)
@@ -104,16 +112,21 @@ struct SmallObjectDetectionTests {
         let rows = 3 * 28 * 28
         #expect(run.output == [.string("boxes"), .int(1), .int(rows), .int(7)], "\(run.output)")
         try ONNXExportTests.expectTheServicesBoxes(
-            service, on: photos, placed: prepared.map(\.placement), rows: run.probabilities, shape: [1, rows, 7], classes: 2, threshold: 0.01)
+            service, on: photos, placed: prepared.map(\.placement), rows: run.probabilities, shape: [1, rows, 7],
+            classes: 2, threshold: 0.01)
     }
 
     /// The figures: strides 8 and 16 on the same clover scenes, per label (`CLOVER_FIGURES=1`; minutes).
-    @Test(.enabled(if: installed && ProcessInfo.processInfo.environment["CLOVER_FIGURES"] == "1", "set CLOVER_FIGURES=1 for the figures"))
+    @Test(
+        .enabled(
+            if: installed && ProcessInfo.processInfo.environment["CLOVER_FIGURES"] == "1",
+            "set CLOVER_FIGURES=1 for the figures"))
     func strides8And16OnCloverScenes() throws {
         let environment = ProcessInfo.processInfo.environment
         let scenes = CloverScenes(seed: 11)
         let train = try scenes.dataset(count: Int(environment["CLOVER_TRAIN"] ?? "") ?? 60, prefix: "train")
-        let test = try CloverScenes(seed: 12).dataset(count: Int(environment["CLOVER_TEST"] ?? "") ?? 20, prefix: "test")
+        let test = try CloverScenes(seed: 12).dataset(
+            count: Int(environment["CLOVER_TEST"] ?? "") ?? 20, prefix: "test")
         var options = DetectorTrainingOptions()
         options.inputSize = Int(environment["CLOVER_SIZE"] ?? "") ?? 224
         options.epochs = Int(environment["CLOVER_EPOCHS"] ?? "") ?? 150
@@ -121,20 +134,28 @@ struct SmallObjectDetectionTests {
         if environment["CLOVER_CROPS"] == "1" { runs += [(8, true)] }
         if let only = environment["CLOVER_RUNS"] {
             // "8,8c,16": strides, c for the crop classifier.
-            runs = only.split(separator: ",").compactMap { item in Int(item.filter(\.isNumber)).map { ($0, item.hasSuffix("c")) } }
+            runs = only.split(separator: ",").compactMap { item in
+                Int(item.filter(\.isNumber)).map { ($0, item.hasSuffix("c")) }
+            }
         }
         let rows = try StrideComparison(options: options, runs: runs)
-            .run(train: train, test: test, featurePrint: try FeaturePrint.load(directory: ONNXTransferExportTests.folder))
+            .run(
+                train: train, test: test, featurePrint: try FeaturePrint.load(directory: ONNXTransferExportTests.folder)
+            )
         for line in StrideComparison.describe(rows, labels: CloverScenes.labels) { print(line) }
         // Other operating points: precision and recall per label at higher confidences ("0.4,0.55").
         for confidence in (environment["CLOVER_SWEEP"] ?? "").split(separator: ",").compactMap({ Double($0) }) {
             for row in rows {
-                let evaluation = try DetectorEvaluation.run(try Detectors.load(row.file), on: test, confidence: confidence)
+                let evaluation = try DetectorEvaluation.run(
+                    try Detectors.load(row.file), on: test, confidence: confidence)
                 let perLabel = CloverScenes.labels.map { label in
                     let counts = evaluation.counts[label] ?? Metrics.MatchCounts()
-                    return "\(label) P \(String(format: "%.3f", counts.precision)) R \(String(format: "%.3f", counts.recall))"
+                    return
+                        "\(label) P \(String(format: "%.3f", counts.precision)) R \(String(format: "%.3f", counts.recall))"
                 }
-                print("stride \(row.stride)\(row.crops ? " + crop classifier" : "") at confidence \(confidence): " + perLabel.joined(separator: "; "))
+                print(
+                    "stride \(row.stride)\(row.crops ? " + crop classifier" : "") at confidence \(confidence): "
+                        + perLabel.joined(separator: "; "))
             }
         }
     }

@@ -20,7 +20,9 @@ enum TestPNG {
         repeat {
             let length = min(65535, raw.count - offset)
             let final: UInt8 = offset + length == raw.count ? 1 : 0
-            zlib += [final, UInt8(length & 0xFF), UInt8(length >> 8), UInt8(~length & 0xFF), UInt8((~length >> 8) & 0xFF)]
+            zlib += [
+                final, UInt8(length & 0xFF), UInt8(length >> 8), UInt8(~length & 0xFF), UInt8((~length >> 8) & 0xFF),
+            ]
             zlib += raw[offset..<(offset + length)]
             offset += length
         } while offset < raw.count
@@ -37,7 +39,9 @@ enum TestPNG {
         var pixels: [UInt8] = []
         for y in 0..<height {
             for x in 0..<width {
-                if let mark, abs(x - mark.0) < 2, abs(y - mark.1) < 2 { pixels += [255, 255, 255] } else {
+                if let mark, abs(x - mark.0) < 2, abs(y - mark.1) < 2 {
+                    pixels += [255, 255, 255]
+                } else {
                     pixels += [colour.0, colour.1, colour.2]
                 }
             }
@@ -50,7 +54,9 @@ enum TestPNG {
         return bigEndian(UInt32(data.count)) + body + bigEndian(crc32(body))
     }
 
-    private static func bigEndian(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)] }
+    private static func bigEndian(_ v: UInt32) -> [UInt8] {
+        [UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)]
+    }
 
     private static func crc32(_ data: [UInt8]) -> UInt32 {
         var crc: UInt32 = 0xFFFF_FFFF
@@ -63,7 +69,10 @@ enum TestPNG {
 
     private static func adler32(_ data: [UInt8]) -> UInt32 {
         var a: UInt32 = 1, b: UInt32 = 0
-        for byte in data { a = (a + UInt32(byte)) % 65521; b = (b + a) % 65521 }
+        for byte in data {
+            a = (a + UInt32(byte)) % 65521
+            b = (b + a) % 65521
+        }
         return b << 16 | a
     }
 }

@@ -1,5 +1,6 @@
 import Testing
 import Torch
+
 @testable import ClassificationCore
 
 @Suite struct TorchTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Torch
+
 @testable import ClassificationCore
 
 /// The cnn's defaults that depend on the data: the input side from the images' size and detail, the default
@@ -22,9 +23,10 @@ import Torch
     }
 
     static func dataset(_ images: [RGBImage], labels: [String] = ["a", "b"]) throws -> Dataset {
-        try DatasetBuilder.classification(files: images.enumerated().map { index, image in
-            ("\(labels[index % labels.count])/\(index).png", TestPNG.encode(image))
-        })
+        try DatasetBuilder.classification(
+            files: images.enumerated().map { index, image in
+                ("\(labels[index % labels.count])/\(index).png", TestPNG.encode(image))
+            })
     }
 
     /// `--epochs 2` with a share held out runs two passes of 2 epochs (validation, then every image), each epoch
@@ -34,8 +36,13 @@ import Torch
         options.epochs = 2
         options.widths = [4, 8]
         var seen: [TrainingProgress] = []
-        _ = try ClassifierTrainer.train(try Self.dataset((0..<6).map { Self.noise(side: 16, seed: UInt64($0)) }), options: options) { seen.append($0) }
-        #expect(seen.map { "\($0.pass)/\($0.passes) \($0.epoch)/\($0.epochs)" } == ["1/2 1/2", "1/2 2/2", "2/2 1/2", "2/2 2/2"])
+        _ = try ClassifierTrainer.train(
+            try Self.dataset((0..<6).map { Self.noise(side: 16, seed: UInt64($0)) }), options: options
+        ) { seen.append($0) }
+        #expect(
+            seen.map { "\($0.pass)/\($0.passes) \($0.epoch)/\($0.epochs)" } == [
+                "1/2 1/2", "1/2 2/2", "2/2 1/2", "2/2 2/2",
+            ])
         #expect(seen.map(\.fraction) == [0.25, 0.5, 0.75, 1])
     }
 
@@ -49,29 +56,46 @@ import Torch
         options.patience = 2
         options.validationFraction = 0.25
         var seen: [TrainingProgress] = []
-        let file = try ClassifierTrainer.train(try Self.dataset((0..<16).map { Self.noise(side: 16, seed: UInt64($0)) }), options: options) { seen.append($0) }
+        let file = try ClassifierTrainer.train(
+            try Self.dataset((0..<16).map { Self.noise(side: 16, seed: UInt64($0)) }), options: options
+        ) { seen.append($0) }
         let first = seen.filter { $0.pass == 1 }, second = seen.filter { $0.pass == 2 }
         let best = try #require(file.header.metrics["best_epoch"])
-        #expect(first.count < 30 && first.count == Int(best) + 2, "stopped 2 epochs after the best (\(first.count), best \(best))")
+        #expect(
+            first.count < 30 && first.count == Int(best) + 2,
+            "stopped 2 epochs after the best (\(first.count), best \(best))")
         #expect(second.count == Int(best) && second.allSatisfy { $0.epochs == Int(best) })
     }
 
     @Test func theInputSideFollowsTheImagesSizeAndDetail() throws {
         // Detailed 32×32 images keep 32; the same size blown up from 8×8 (as the digits are) halves to 16, the floor.
-        #expect(ClassifierTrainer.defaultInputSize(try Self.dataset((0..<6).map { Self.noise(side: 32, seed: UInt64($0)) })) == 32)
-        #expect(ClassifierTrainer.defaultInputSize(try Self.dataset((0..<6).map { Self.noise(side: 32, factor: 4, seed: UInt64($0)) })) == 16)
+        #expect(
+            ClassifierTrainer.defaultInputSize(try Self.dataset((0..<6).map { Self.noise(side: 32, seed: UInt64($0)) }))
+                == 32)
+        #expect(
+            ClassifierTrainer.defaultInputSize(
+                try Self.dataset((0..<6).map { Self.noise(side: 32, factor: 4, seed: UInt64($0)) })) == 16)
         // 64×64 made of 2×2 blocks: one halving, to 32, then detail.
-        #expect(ClassifierTrainer.defaultInputSize(try Self.dataset((0..<6).map { Self.noise(side: 64, factor: 2, seed: UInt64($0)) })) == 32)
+        #expect(
+            ClassifierTrainer.defaultInputSize(
+                try Self.dataset((0..<6).map { Self.noise(side: 64, factor: 2, seed: UInt64($0)) })) == 32)
         // Photos: the median side, at most 96.
-        #expect(ClassifierTrainer.defaultInputSize(try Self.dataset((0..<4).map { Self.noise(side: 200, seed: UInt64($0)) })) == 96)
+        #expect(
+            ClassifierTrainer.defaultInputSize(
+                try Self.dataset((0..<4).map { Self.noise(side: 200, seed: UInt64($0)) })) == 96)
         // Tiny images: at least 16.
-        #expect(ClassifierTrainer.defaultInputSize(try Self.dataset((0..<4).map { Self.noise(side: 8, seed: UInt64($0)) })) == 16)
+        #expect(
+            ClassifierTrainer.defaultInputSize(try Self.dataset((0..<4).map { Self.noise(side: 8, seed: UInt64($0)) }))
+                == 16)
     }
 
     @Test func detailLostByHalving() throws {
-        let blocks = try Preprocessing.input(Self.noise(side: 16, factor: 2, seed: 1), width: 16, height: 16, scaling: .fill).pixels
+        let blocks = try Preprocessing.input(
+            Self.noise(side: 16, factor: 2, seed: 1), width: 16, height: 16, scaling: .fill
+        ).pixels
         #expect(ClassifierTrainer.detailLost(byHalving: blocks, side: 16) == 0)
-        let detailed = try Preprocessing.input(Self.noise(side: 16, seed: 1), width: 16, height: 16, scaling: .fill).pixels
+        let detailed = try Preprocessing.input(Self.noise(side: 16, seed: 1), width: 16, height: 16, scaling: .fill)
+            .pixels
         #expect(ClassifierTrainer.detailLost(byHalving: detailed, side: 16) > 0.3)
         #expect(ClassifierTrainer.detailLost(byHalving: [Float](repeating: 0.5, count: 3 * 16 * 16), side: 16) == 0)
     }
@@ -93,8 +117,10 @@ import Torch
         // Feedback: one new photo under "dog" and one of the training photos (a "cat") corrected to "dog"; its "emu"
         // photos are left out first.
         var feedback = try DatasetBuilder.classification(files: [
-            ("dog/new.png", TestPNG.encode(Self.noise(side: 8, seed: 10))), ("dog/corrected.png", TestPNG.encode(Self.noise(side: 8, seed: 0))),
-            ("emu/1.png", TestPNG.encode(Self.noise(side: 8, seed: 11))), ("emu/2.png", TestPNG.encode(Self.noise(side: 8, seed: 12))),
+            ("dog/new.png", TestPNG.encode(Self.noise(side: 8, seed: 10))),
+            ("dog/corrected.png", TestPNG.encode(Self.noise(side: 8, seed: 0))),
+            ("emu/1.png", TestPNG.encode(Self.noise(side: 8, seed: 11))),
+            ("emu/2.png", TestPNG.encode(Self.noise(side: 8, seed: 12))),
         ])
         let emus = feedback.samples
         feedback.samples.removeAll { feedback.labels[$0.label] == "emu" }
@@ -110,15 +136,19 @@ import Torch
             Issue.record("an unknown feedback label was merged")
         } catch let error as ClassificationError {
             #expect(error.category == .invalidArgument)
-            #expect(error.message.contains("feedback label emu is not among the dataset's labels (cat, dog)"), "\(error.message)")
+            #expect(
+                error.message.contains("feedback label emu is not among the dataset's labels (cat, dog)"),
+                "\(error.message)")
         }
     }
 
     /// yolo's box loss is 1 − GIoU: hand-computed cases (centres and sizes).
     @Test func generalisedIoU() throws {
         func giou(_ a: [Float], _ b: [Float]) throws -> Float {
-            try DetectorTrainer.giou(centre: Tensor([a[0], a[1]], shape: [1, 2]), size: Tensor([a[2], a[3]], shape: [1, 2]),
-                                     targetCentre: Tensor([b[0], b[1]], shape: [1, 2]), targetSize: Tensor([b[2], b[3]], shape: [1, 2])).item()
+            try DetectorTrainer.giou(
+                centre: Tensor([a[0], a[1]], shape: [1, 2]), size: Tensor([a[2], a[3]], shape: [1, 2]),
+                targetCentre: Tensor([b[0], b[1]], shape: [1, 2]), targetSize: Tensor([b[2], b[3]], shape: [1, 2])
+            ).item()
         }
         #expect(abs(try giou([0, 0, 2, 2], [0, 0, 2, 2]) - 1) < 1e-6)
         // Half overlapping: intersection 2, union 6, hull 6.
@@ -137,10 +167,11 @@ import Torch
             let start = Float(-4.6)  // e^-4.6 ≈ 0.01 of the anchor, which is the object's size
             let raw = try Tensor([0, 0, start, start], shape: [1, 4]).requiringGradients()
             let optimizer = try Optimizer(.sgd, parameters: [raw], learningRate: 1)
-            let loss = try DetectorTrainer.boxLoss(.giou, raw: raw, anchorCells: Tensor([1, 1], shape: [1, 2]),
-                                                   centre: Tensor([0.5, 0.5], shape: [1, 2]), size: Tensor([1, 1], shape: [1, 2]),
-                                                   logScale: Tensor([0, 0], shape: [1, 2]), mask: Tensor([1], shape: [1, 1]),
-                                                   scaleWeight: scaleWeight)
+            let loss = try DetectorTrainer.boxLoss(
+                .giou, raw: raw, anchorCells: Tensor([1, 1], shape: [1, 2]),
+                centre: Tensor([0.5, 0.5], shape: [1, 2]), size: Tensor([1, 1], shape: [1, 2]),
+                logScale: Tensor([0, 0], shape: [1, 2]), mask: Tensor([1], shape: [1, 1]),
+                scaleWeight: scaleWeight)
             try optimizer.zeroGradients()
             try loss.backward()
             try optimizer.step()

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Torch
+
 @testable import ClassificationCore
 
 /// Issue 41, "better on small sets": a transfer classifier trained on a few images per label and measured on held-out
@@ -29,12 +30,17 @@ struct TransferAugmentationTests {
         var dataset = dataset
         if let perLabel {
             var seen: [Int: Int] = [:]
-            dataset.samples = dataset.samples.filter { seen[$0.label, default: 0] += 1; return seen[$0.label]! <= perLabel }
+            dataset.samples = dataset.samples.filter {
+                seen[$0.label, default: 0] += 1
+                return seen[$0.label]! <= perLabel
+            }
         }
         return try LabelledInputs.make(dataset, side: 224, scaling: .fit)
     }
 
-    static func measure(_ name: String, train: LabelledInputs, test: LabelledInputs, labels: [String]) throws -> [String: Double] {
+    static func measure(_ name: String, train: LabelledInputs, test: LabelledInputs, labels: [String]) throws
+        -> [String: Double]
+    {
         let featurePrint = try FeaturePrint.load(directory: ONNXTransferExportTests.folder)
         try Torch.setThreads(Int(environment["TORCH_THREADS"] ?? "") ?? 2)
         var figures: [String: Double] = [:]
@@ -43,11 +49,15 @@ struct TransferAugmentationTests {
             options.algorithm = .transfer
             options.augmentation = augmentation
             try Torch.seed(0)
-            let file = try ClassifierTrainer.trainScriptHead(train, nil, labels: labels, base: featurePrint.base, options: options) { _ in }
+            let file = try ClassifierTrainer.trainScriptHead(
+                train, nil, labels: labels, base: featurePrint.base, options: options
+            ) { _ in }
             for (viewsName, views) in [("", [String]()), (" + flip", ["flip"]), (" + flip, zoom", ["flip", "zoom"])] {
                 let a = try accuracy(file, test, views: views)
                 figures[augmentationName + viewsName] = a
-                print("\(name) (\(train.inputs.count) → \(test.inputs.count)): \(augmentationName)\(viewsName) \(String(format: "%.1f", a * 100)) %")
+                print(
+                    "\(name) (\(train.inputs.count) → \(test.inputs.count)): \(augmentationName)\(viewsName) \(String(format: "%.1f", a * 100)) %"
+                )
             }
         }
         return figures
@@ -58,8 +68,9 @@ struct TransferAugmentationTests {
         let perLabel = Int(Self.environment["AUGMENT_PER_LABEL"] ?? "") ?? 10
         let testPerLabel = Int(Self.environment["AUGMENT_TEST_PER_LABEL"] ?? "") ?? 15
         let train = try RealData.digitsTrain.get(), test = try RealData.digitsTest.get()
-        let figures = try Self.measure("digits, \(perLabel) per label", train: Self.inputs(train, perLabel: perLabel),
-                                       test: Self.inputs(test, perLabel: testPerLabel), labels: train.labels)
+        let figures = try Self.measure(
+            "digits, \(perLabel) per label", train: Self.inputs(train, perLabel: perLabel),
+            test: Self.inputs(test, perLabel: testPerLabel), labels: train.labels)
         // Measured (seed 0): before 72.7 %, + flip 74.0 %, + flip, zoom 70.7 %; scale+colour 72.0 / 72.0 / 70.0 %.
         #expect(figures["before"]! >= 0.70 && figures["before + flip"]! >= figures["before"]!, "\(figures)")
     }
@@ -70,9 +81,12 @@ struct TransferAugmentationTests {
         let test = try CropReclassificationTests.scenes("test-annotations.json")
         // A small set: the boxes of the first 30 training scenes.
         train.samples = Array(train.samples.prefix(Int(Self.environment["AUGMENT_SCENES"] ?? "") ?? 30))
-        let (trainCrops, _) = try CropClassifier.inputs(train, width: 224, height: 224, padding: CropClassifier.defaultPadding)
-        let (testCrops, _) = try CropClassifier.inputs(test, width: 224, height: 224, padding: CropClassifier.defaultPadding)
-        let figures = try Self.measure("digit-detection crops", train: trainCrops, test: testCrops, labels: train.labels)
+        let (trainCrops, _) = try CropClassifier.inputs(
+            train, width: 224, height: 224, padding: CropClassifier.defaultPadding)
+        let (testCrops, _) = try CropClassifier.inputs(
+            test, width: 224, height: 224, padding: CropClassifier.defaultPadding)
+        let figures = try Self.measure(
+            "digit-detection crops", train: trainCrops, test: testCrops, labels: train.labels)
         // Measured (seed 0, 72 → 88 crops): before 90.9 %, + flip 92.0 %, + flip, zoom 93.2 %; scale+colour 90.9 / 89.8 / 92.0 %.
         #expect(figures["before"]! >= 0.88 && figures["before + flip"]! >= figures["before"]!, "\(figures)")
     }

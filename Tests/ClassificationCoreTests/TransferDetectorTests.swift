@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Torch
+
 @testable import ClassificationCore
 
 /// Issue 26, detectors on the pretrained backbone: `--kind detector --algorithm transfer` — the installed feature
@@ -14,8 +15,9 @@ struct TransferDetectorTests {
 
     static let scenes: Result<Dataset, Error> = Result {
         let folder = DetectionTrainingTests.folder
-        return try DatasetBuilder.detection(annotationsFile: folder.appendingPathComponent("train-annotations.json"),
-                                            imagesDirectory: folder.appendingPathComponent("images"))
+        return try DatasetBuilder.detection(
+            annotationsFile: folder.appendingPathComponent("train-annotations.json"),
+            imagesDirectory: folder.appendingPathComponent("images"))
     }
 
     /// The first 12 training scenes, fitted for 80 epochs on two copies of each (as they are, and jittered).
@@ -33,7 +35,8 @@ struct TransferDetectorTests {
         options.featureStride = Int(environment["TDET_STRIDE"] ?? "") ?? 16
         options.jitter = Double(environment["TDET_JITTER"] ?? "") ?? options.jitter
         options.validationFraction = 0
-        let file = try DetectorTrainer.train(subset, options: options, featurePrint: try FeaturePrint.load(directory: ONNXTransferExportTests.folder))
+        let file = try DetectorTrainer.train(
+            subset, options: options, featurePrint: try FeaturePrint.load(directory: ONNXTransferExportTests.folder))
         return (file, subset)
     }
 
@@ -47,7 +50,9 @@ struct TransferDetectorTests {
         let detector = try Detectors.load(ModelFile.decode(file.encoded()))
         #expect(detector is TransferDetector)
         let fitted = try DetectorEvaluation.run(detector, on: subset)
-        print("digit-detection transfer, \(subset.samples.count) scenes: mAP50 on them \(String(format: "%.3f", fitted.map50)), mAP50-95 \(String(format: "%.3f", fitted.map50to95)), \(String(format: "%.1f", file.header.trainingSeconds ?? 0)) s")
+        print(
+            "digit-detection transfer, \(subset.samples.count) scenes: mAP50 on them \(String(format: "%.3f", fitted.map50)), mAP50-95 \(String(format: "%.3f", fitted.map50to95)), \(String(format: "%.1f", file.header.trainingSeconds ?? 0)) s"
+        )
         #expect(fitted.map50 >= 0.6, "mAP50 \(fitted.map50)")
         #expect(fitted.overall.truePositives > 0)
         let sample = subset.samples[0]
@@ -55,10 +60,13 @@ struct TransferDetectorTests {
         let found = try detector.detect(image)
         #expect(!found.isEmpty)
         for d in found {
-            #expect(d.box.minX >= 0 && d.box.minY >= 0 && d.box.maxX <= Double(image.width) && d.box.maxY <= Double(image.height))
+            #expect(
+                d.box.minX >= 0 && d.box.minY >= 0 && d.box.maxX <= Double(image.width)
+                    && d.box.maxY <= Double(image.height))
         }
         // The label filter, as for yolo.
-        let labelled = try detector.detect(image, confidenceThreshold: 0.25, iouThreshold: 0.45, maximum: 100, labels: ["three"])
+        let labelled = try detector.detect(
+            image, confidenceThreshold: 0.25, iouThreshold: 0.45, maximum: 100, labels: ["three"])
         #expect(labelled.allSatisfy { file.header.labels[$0.label] == "three" })
     }
 
@@ -71,7 +79,9 @@ struct TransferDetectorTests {
         let network = try ONNXExport.liteTensors(module)
         let backbone = try LiteBackbone(tensors: LiteBackbone.kept(network, blocks: 16), blocks: 16)
         #expect(backbone.stride == 32 && backbone.channels == 320)
-        #expect(LiteBackbone.blocks(forStride: 16) == 11 && LiteBackbone.blocks(forStride: 32) == 16 && LiteBackbone.blocks(forStride: 8) == 5)
+        #expect(
+            LiteBackbone.blocks(forStride: 16) == 11 && LiteBackbone.blocks(forStride: 32) == 16
+                && LiteBackbone.blocks(forStride: 8) == 5)
         #expect(try LiteBackbone(tensors: LiteBackbone.kept(network, blocks: 11), blocks: 11).channels == 112)
         try Torch.seed(3)
         let x = try Tensor.rand([2, 3, 224, 224]) * 2 + (-1)
@@ -79,8 +89,10 @@ struct TransferDetectorTests {
         func tensor(_ name: String) throws -> Tensor { try Tensor(byName[name]!.values, shape: byName[name]!.shape) }
         let map = try backbone.module.forward(x)
         let head = try map.conv2d(weight: tensor("_conv_head.weight"), bias: nil)
-            .batchNorm(weight: tensor("_bn1.weight"), bias: tensor("_bn1.bias"), runningMean: tensor("_bn1.running_mean"),
-                       runningVariance: tensor("_bn1.running_var"), training: false, epsilon: 1e-3)
+            .batchNorm(
+                weight: tensor("_bn1.weight"), bias: tensor("_bn1.bias"), runningMean: tensor("_bn1.running_mean"),
+                runningVariance: tensor("_bn1.running_var"), training: false, epsilon: 1e-3
+            )
             .clamped(min: 0).clamped(max: 6)
         let ours = try head.mean(dim: 3).mean(dim: 2).floats()
         let traced = try module.forward(x).floats()
@@ -100,14 +112,18 @@ struct TransferDetectorTests {
         let prepared = try photos.map { try Preprocessing.input($0, width: 224, height: 224, scaling: .fit) }
         let run = try ONNXExportTests.onnxruntime(exported, prepared.map { file.header.normalised($0.pixels) })
         let rows = 3 * 14 * 14
-        #expect(run.output == [.string("boxes"), .int(1), .int(rows), .int(7)] && run.metadata["layout"] == "yolov5", "\(run.output)")
+        #expect(
+            run.output == [.string("boxes"), .int(1), .int(rows), .int(7)] && run.metadata["layout"] == "yolov5",
+            "\(run.output)")
         #expect(run.metadata["menagerie.kind"] == "detector" && run.metadata["menagerie.algorithm"] == "transfer")
         #expect(run.metadata["input_mean"] != nil && run.metadata["input_resize"] == "fit")
         try ONNXExportTests.expectTheServicesBoxes(
-            service, on: photos, placed: prepared.map(\.placement), rows: run.probabilities, shape: [1, rows, 7], classes: 2, threshold: 0.05)
+            service, on: photos, placed: prepared.map(\.placement), rows: run.probabilities, shape: [1, rows, 7],
+            classes: 2, threshold: 0.05)
         // What `model import --format onnx` reads back from metadata_props.
         let described = try #require(ONNXExport.described(exported))
-        #expect(described.kind == .detector && described.layout == "yolov5" && described.labels == file.header.labels
+        #expect(
+            described.kind == .detector && described.layout == "yolov5" && described.labels == file.header.labels
                 && described.width == 224 && described.mean == file.header.mean && described.std == file.header.std)
     }
 
@@ -124,7 +140,9 @@ struct TransferDetectorTests {
         options.validationFraction = 0
         let featurePrint = try FeaturePrint.load(directory: ONNXTransferExportTests.folder)
         do {
-            _ = try DetectorTrainer.train(subset, options: options, featurePrint: featurePrint) { p in if p.epoch == 2 { throw CancellationError() } }
+            _ = try DetectorTrainer.train(subset, options: options, featurePrint: featurePrint) { p in
+                if p.epoch == 2 { throw CancellationError() }
+            }
             Issue.record("the training was not interrupted")
         } catch let interrupted as TrainingInterrupted {
             #expect(interrupted.cause is CancellationError)
@@ -150,15 +168,23 @@ struct TransferDetectorTests {
         }
         options.featureStride = 16
         options.inputSize = 200
-        #expect(throws: ClassificationError.invalid("input size 200 is not a multiple of the feature map's stride 16")) {
+        #expect(throws: ClassificationError.invalid("input size 200 is not a multiple of the feature map's stride 16"))
+        {
             try DetectorTrainer.train(subset, options: options, featurePrint: featurePrint)
         }
-        let base = ModelFile(header: ModelHeader(kind: .detector, algorithm: "yolo", labels: ["four", "three"], inputWidth: 160, inputHeight: 160), tensors: [])
-        #expect(throws: ClassificationError.invalid("a transfer detector trains on the built-in feature print; a base model is for yolo")) {
+        let base = ModelFile(
+            header: ModelHeader(
+                kind: .detector, algorithm: "yolo", labels: ["four", "three"], inputWidth: 160, inputHeight: 160),
+            tensors: [])
+        #expect(
+            throws: ClassificationError.invalid(
+                "a transfer detector trains on the built-in feature print; a base model is for yolo")
+        ) {
             try DetectorTrainer.train(subset, options: options, base: base, featurePrint: featurePrint)
         }
         // A transfer detector is no yolo base.
-        var header = ModelHeader(kind: .detector, algorithm: "transfer", labels: ["four", "three"], inputWidth: 224, inputHeight: 224)
+        var header = ModelHeader(
+            kind: .detector, algorithm: "transfer", labels: ["four", "three"], inputWidth: 224, inputHeight: 224)
         header.transferDetector = TransferDetectorConfiguration(anchors: [[20, 20]], blocks: 11, neckWidth: 8)
         #expect(throws: (any Error).self) { try DetectorTrainer.checkBase(header) }
     }

@@ -18,11 +18,15 @@ import Torch
 
         """
 
-    static func importModel(_ client: ClassificationV1.Classification.Client, _ name: String, labels: [String]) async throws {
+    static func importModel(_ client: ClassificationV1.Classification.Client, _ name: String, labels: [String])
+        async throws
+    {
         let module = try ScriptModule.compile(source: Self.meanModule)
         _ = try await client.importModel { writer in
-            try await writer.send(ClassificationV1.ImportModelRequest(
-                name: name, format: .torchscript, data: module, kind: .classifier, labels: labels, inputWidth: 8, inputHeight: 8))
+            try await writer.send(
+                ClassificationV1.ImportModelRequest(
+                    name: name, format: .torchscript, data: module, kind: .classifier, labels: labels, inputWidth: 8,
+                    inputHeight: 8))
         }
     }
 
@@ -42,11 +46,14 @@ import Torch
         let client = tests.client
         let red = try ClassificationServiceTests.photo((220, 120, 10))  // red > green > blue
         try await Self.importModel(client, "clover-1", labels: ["3_leaf", "4_leaf", "grass"])
-        var (code, message) = await ClassificationServiceTests.failure { _ = try await client.classify(.init(image: red)) }
+        var (code, message) = await ClassificationServiceTests.failure {
+            _ = try await client.classify(.init(image: red))
+        }
         #expect(code == .failedPrecondition && message.contains("gateway classify deployment set"), "\(message)")
 
         _ = try await client.setDeployment(.init(app: "clovers", model: "clover-1"))
-        #expect(try await client.classify(.init(image: red)).labels.first?.label == "3_leaf")  // one app: no name needed
+        // one app: no name needed
+        #expect(try await client.classify(.init(image: red)).labels.first?.label == "3_leaf")
         try await Self.importModel(client, "dogs-1", labels: ["Golden Retriever", "Beagle", "Husky"])
         #expect(try await client.classify(.init(image: red)).model == "clover-1")  // a new model changes nothing
         let deployed = try await client.setDeployment(.init(app: "dogs", model: "dogs-1"))
@@ -58,9 +65,15 @@ import Torch
         let dog = try await client.classify(.init(image: red, top: 2, app: "dogs"))
         #expect(dog.model == "dogs-1" && dog.labels.map(\.label) == ["Golden Retriever", "Beagle"])
         #expect(dog.entry?.localName == "Zlatý retrívr")
-        #expect(dog.entry?.attributes.map(\.key) == ["id", "fur", "size", "weight", "height", "color", "avgAge", "originCountry", "imageName"])
-        #expect(try await client.classify(.init(image: red, app: "clovers")).entry == nil)  // the dogs' catalogue is theirs
-        (code, message) = await ClassificationServiceTests.failure { _ = try await client.classify(.init(image: red, app: "cats")) }
+        #expect(
+            dog.entry?.attributes.map(\.key) == [
+                "id", "fur", "size", "weight", "height", "color", "avgAge", "originCountry", "imageName",
+            ])
+        // the dogs' catalogue is theirs
+        #expect(try await client.classify(.init(image: red, app: "clovers")).entry == nil)
+        (code, message) = await ClassificationServiceTests.failure {
+            _ = try await client.classify(.init(image: red, app: "cats"))
+        }
         #expect(code == .notFound && message.contains("clovers, dogs"), "\(message)")
 
         let models = try await client.listModels(.init()).models
@@ -69,8 +82,11 @@ import Torch
 
         // The model an app points at deleted: the app has none, and the error says how an admin sets one.
         _ = try await client.deleteModel(.init(name: "dogs-1"))
-        (code, message) = await ClassificationServiceTests.failure { _ = try await client.classify(.init(image: red, app: "dogs")) }
-        #expect(code == .failedPrecondition && message.contains("gateway classify deployment set dogs MODEL"), "\(message)")
+        (code, message) = await ClassificationServiceTests.failure {
+            _ = try await client.classify(.init(image: red, app: "dogs"))
+        }
+        #expect(
+            code == .failedPrecondition && message.contains("gateway classify deployment set dogs MODEL"), "\(message)")
         _ = try await client.deleteDeployment(.init(app: "dogs"))
         #expect(try await client.classify(.init(image: red)).model == "clover-1")
     }
@@ -87,18 +103,22 @@ import Torch
         #expect(try await client.importCatalogue(.init(json: Array(Self.seedBreeds.utf8), app: "dogs")).entries == 2)
         let beagle = try await entry("Beagle")
         #expect(beagle.name == "Beagle" && beagle.localName == "Bígl")
-        #expect(beagle.attributes.map { "\($0.key)=\($0.value)" } == [
-            "id=2", "fur=krátká", "size=střední", "weight=9–11 kg", "height=33–41 cm", "color=trikolóra", "avgAge=13",
-            "originCountry=Anglie", "imageName=beagle.jpg",
-        ])
+        #expect(
+            beagle.attributes.map { "\($0.key)=\($0.value)" } == [
+                "id=2", "fur=krátká", "size=střední", "weight=9–11 kg", "height=33–41 cm", "color=trikolóra",
+                "avgAge=13",
+                "originCountry=Anglie", "imageName=beagle.jpg",
+            ])
 
         // What `catalogue search --json` prints imports back as it was (lowerCamelCase, attributes as [{key, value}]).
-        let printed = try await client.searchCatalogue(.init(app: "dogs")).jsonString(options: ProtoJSONOptions(emitDefaults: true))
+        let printed = try await client.searchCatalogue(.init(app: "dogs")).jsonString(
+            options: ProtoJSONOptions(emitDefaults: true))
         #expect(printed.contains("\"localName\""))
         #expect(try await client.importCatalogue(.init(json: Array(printed.utf8), app: "copy")).entries == 2)
         #expect(try await client.getCatalogueEntry(.init(label: "Beagle", app: "copy")) == beagle)
 
-        let protoNames = #"[{"label": "akita", "name": "Akita Inu", "local_name": "Akita", "attributes": {"size": "velký", "fur": "krátká"}}]"#
+        let protoNames =
+            #"[{"label": "akita", "name": "Akita Inu", "local_name": "Akita", "attributes": {"size": "velký", "fur": "krátká"}}]"#
         _ = try await client.importCatalogue(.init(json: Array(protoNames.utf8), app: "dogs"))
         #expect(try await entry("akita").attributes.map(\.key) == ["size", "fur"])
         let camel = #"[{"label": "pug", "name": "Pug", "localName": "Mops"}]"#
@@ -134,10 +154,12 @@ import Torch
         let tests = try ClassificationServiceTests()
         try await AppsTests.importModel(tests.client, "m", labels: ["r", "g", "b"])
         try await AppsTests.importModel(tests.client, "unused", labels: ["r", "g", "b"])
-        try tests.store.setDeployment(app: "colours", model: "m")  // as another replica would: this one has not loaded it
+        // as another replica would: this one has not loaded it
+        try tests.store.setDeployment(app: "colours", model: "m")
         var limits = ClassificationService.Limits()
         limits.torchThreads = 1
-        let service = ClassificationService(store: tests.store, lane: tests.lane, jobs: JobRunner(store: tests.jobs, lane: tests.lane), limits: limits)
+        let service = ClassificationService(
+            store: tests.store, lane: tests.lane, jobs: JobRunner(store: tests.jobs, lane: tests.lane), limits: limits)
         #expect(try await service.warmApps() == ["m"])
         #expect(try await service.warmApps() == [])  // kept: nothing to load again
     }

@@ -2,13 +2,16 @@ import ClassificationAPI
 import ClassificationCore
 import Foundation
 import Testing
+
 @testable import ClassificationCLI
 
 /// The gateway's pieces of issue 26 that need no service: cutting an MJPEG stream into frames for `detect --stream -`
 /// and drawing `model show --plot`.
 @Suite struct GatewayClassifyHelpersTests {
     static func frame(_ shade: UInt8) throws -> [UInt8] {
-        try RGBImage(width: 32, height: 24, pixels: (0..<32 * 24 * 3).map { UInt8(truncatingIfNeeded: Int(shade) + $0 % 97) }).jpeg(quality: 85)
+        try RGBImage(
+            width: 32, height: 24, pixels: (0..<32 * 24 * 3).map { UInt8(truncatingIfNeeded: Int(shade) + $0 % 97) }
+        ).jpeg(quality: 85)
     }
 
     /// Frames come back whole however the stream is cut into reads, with other bytes between them (a multipart
@@ -50,8 +53,10 @@ import Testing
         for e in 1...10 {
             let first = e <= 5
             let validation: Double? = first ? 0.4 + Double(e) / 20 : nil
-            history.append(ClassificationV1.TrainingEpoch(pass: first ? 1 : 2, epoch: Int32(first ? e : e - 5), loss: 1 / Double(e),
-                                                          trainingAccuracy: 0.5 + Double(e) / 25, validationAccuracy: validation))
+            history.append(
+                ClassificationV1.TrainingEpoch(
+                    pass: first ? 1 : 2, epoch: Int32(first ? e : e - 5), loss: 1 / Double(e),
+                    trainingAccuracy: 0.5 + Double(e) / 25, validationAccuracy: validation))
         }
         let png = TrainingCurvePlot.png(history)
         #expect(Array(png.prefix(8)) == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
@@ -59,7 +64,9 @@ import Testing
         #expect(image.width == 800 && image.height == 400)
         var colours = Set<[UInt8]>()
         for i in stride(from: 0, to: image.pixels.count, by: 3) { colours.insert(Array(image.pixels[i..<i + 3])) }
-        let curves: [(UInt8, UInt8, UInt8)] = [TrainingCurvePlot.loss, TrainingCurvePlot.training, TrainingCurvePlot.validation]
+        let curves: [(UInt8, UInt8, UInt8)] = [
+            TrainingCurvePlot.loss, TrainingCurvePlot.training, TrainingCurvePlot.validation,
+        ]
         for c in curves {
             let colour: [UInt8] = [c.0, c.1, c.2]
             #expect(colours.contains(colour))
@@ -75,18 +82,26 @@ import Testing
     @Test func aYOLOFolderIsRecognisedAndItsFilesChosen() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("yolo-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
-        let files = ["images/train/a.jpg", "images/val/b.PNG", "labels/train/a.txt", "labels/val/b.txt", "labels/classes.txt",
-                     "data.yaml", "README.md", "images/notes.txt", "nested/extra.yaml", ".cache/x.jpg", "labels/train.cache"]
+        let files = [
+            "images/train/a.jpg", "images/val/b.PNG", "labels/train/a.txt", "labels/val/b.txt", "labels/classes.txt",
+            "data.yaml", "README.md", "images/notes.txt", "nested/extra.yaml", ".cache/x.jpg", "labels/train.cache",
+        ]
         for path in files {
             let url = root.appendingPathComponent(path)
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Data("x".utf8).write(to: url)
         }
         #expect(DatasetCreate.looksLikeYOLO(root))
-        #expect(try DatasetCreate.yoloFiles(root).map(\.path)
-                == ["data.yaml", "images/train/a.jpg", "images/val/b.PNG", "labels/classes.txt", "labels/train/a.txt", "labels/val/b.txt"])
+        #expect(
+            try DatasetCreate.yoloFiles(root).map(\.path)
+                == [
+                    "data.yaml", "images/train/a.jpg", "images/val/b.PNG", "labels/classes.txt", "labels/train/a.txt",
+                    "labels/val/b.txt",
+                ])
         // Label folders named otherwise are a classifier's dataset.
-        try FileManager.default.moveItem(at: root.appendingPathComponent("labels"), to: root.appendingPathComponent("boxes"))
+        try FileManager.default.moveItem(
+            at: root.appendingPathComponent("labels"), to: root.appendingPathComponent("boxes"))
         #expect(!DatasetCreate.looksLikeYOLO(root))
     }
 }

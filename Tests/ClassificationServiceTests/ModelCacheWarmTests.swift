@@ -1,5 +1,6 @@
 import ClassificationCore
 import Testing
+
 @testable import ClassificationService
 
 /// More apps than the cache keeps: each warm-up pass loaded them all, evicting what the pass before had loaded, so

@@ -18,13 +18,15 @@ import Torch
     }
 
     static func file(_ path: String, _ bytes: [UInt8]) -> ClassificationV1.UploadDatasetRequest {
-        ClassificationV1.UploadDatasetRequest(header: nil, chunk: ClassificationV1.FileChunk(path: path, data: bytes, last: true))
+        ClassificationV1.UploadDatasetRequest(
+            header: nil, chunk: ClassificationV1.FileChunk(path: path, data: bytes, last: true))
     }
 
     /// A JPEG of a noisy picture (so it is tens of kilobytes) cut to a tenth of its length.
     static func truncatedJPEG() throws -> [UInt8] {
         var random = SystemRandomNumberGenerator()
-        let image = RGBImage(width: 200, height: 150, pixels: (0..<200 * 150 * 3).map { _ in UInt8.random(in: 0...255, using: &random) })
+        let image = RGBImage(
+            width: 200, height: 150, pixels: (0..<200 * 150 * 3).map { _ in UInt8.random(in: 0...255, using: &random) })
         let jpeg = try image.jpeg(quality: 90)
         return Array(jpeg.prefix(jpeg.count / 10))
     }
@@ -44,7 +46,9 @@ import Torch
         }
         #expect(code == .invalidArgument, "\(message)")
         #expect(message.contains("red/cut.jpg") && message.contains("truncated"), "\(message)")
-        #expect(ContinuousClock.now - started < TestTime.scaled(.seconds(30)), "the refusal came only after the stream ended")
+        #expect(
+            ContinuousClock.now - started < TestTime.scaled(.seconds(30)),
+            "the refusal came only after the stream ended")
         #expect(try service.store.datasets().isEmpty)
     }
 
@@ -53,9 +57,16 @@ import Torch
         let summary = try await service.client.uploadDataset { writer in
             try await writer.send(Self.header("phones", skipBad: true))
             try await writer.send(Self.file("red/a.jpg", try ClassificationServiceTests.photo((200, 0, 0))))
-            try await writer.send(Self.file("red/b.heic", try RGBImage(width: 32, height: 32, pixels: [UInt8](repeating: 190, count: 32 * 32 * 3)).heic()))
+            try await writer.send(
+                Self.file(
+                    "red/b.heic",
+                    try RGBImage(width: 32, height: 32, pixels: [UInt8](repeating: 190, count: 32 * 32 * 3)).heic()))
             try await writer.send(Self.file("red/cut.jpg", try Self.truncatedJPEG()))
-            try await writer.send(Self.file("blue/a.webp", try RGBImage(width: 16, height: 16, pixels: (0..<256).flatMap { _ in [0, 0, 200] as [UInt8] }).webp()))
+            try await writer.send(
+                Self.file(
+                    "blue/a.webp",
+                    try RGBImage(width: 16, height: 16, pixels: (0..<256).flatMap { _ in [0, 0, 200] as [UInt8] })
+                        .webp()))
             try await writer.send(Self.file("blue/b.jpg", try ClassificationServiceTests.photo((0, 0, 180))))
             try await writer.send(Self.file("blue/notes.txt", Array("taken at noon".utf8)))
             try await writer.send(Self.file("blue/.DS_Store", [0, 1, 2]))
@@ -81,15 +92,19 @@ import Torch
         // Feedback names a label some classifier knows.
         let module = try ScriptModule.compile(source: ClassificationServiceTests.pickyModule)
         _ = try await service.client.importModel { writer in
-            try await writer.send(ClassificationV1.ImportModelRequest(
-                name: "colours", format: .torchscript, data: module, kind: .classifier, labels: ["red", "green", "blue"],
-                inputWidth: 8, inputHeight: 8))
+            try await writer.send(
+                ClassificationV1.ImportModelRequest(
+                    name: "colours", format: .torchscript, data: module, kind: .classifier,
+                    labels: ["red", "green", "blue"],
+                    inputWidth: 8, inputHeight: 8))
         }
         let heic = try RGBImage(width: 24, height: 24, pixels: (0..<576).flatMap { _ in [0, 0, 200] as [UInt8] }).heic()
-        let stored = try await service.client.feedback(ClassificationV1.FeedbackRequest(image: heic, label: "blue", consent: true))
+        let stored = try await service.client.feedback(
+            ClassificationV1.FeedbackRequest(image: heic, label: "blue", consent: true))
         #expect(stored.stored)
         let (code, message) = await ClassificationServiceTests.failure {
-            _ = try await service.client.feedback(ClassificationV1.FeedbackRequest(image: try Self.truncatedJPEG(), label: "blue", consent: true))
+            _ = try await service.client.feedback(
+                ClassificationV1.FeedbackRequest(image: try Self.truncatedJPEG(), label: "blue", consent: true))
         }
         #expect(code == .invalidArgument && message.contains("truncated"), "\(message)")
     }
@@ -98,8 +113,10 @@ import Torch
 /// The upload header's annotation format: checked with the kind before any file is read, and a YOLO upload's text
 /// files kept for its parser rather than decoded as images.
 @Suite struct UploadAnnotationFormatTests {
-    static func header(_ kind: ClassificationV1.DatasetKind, _ format: ClassificationV1.AnnotationFormat,
-                       annotations: String = "", skipBad: Bool = false) -> ClassificationV1.UploadDatasetRequest {
+    static func header(
+        _ kind: ClassificationV1.DatasetKind, _ format: ClassificationV1.AnnotationFormat,
+        annotations: String = "", skipBad: Bool = false
+    ) -> ClassificationV1.UploadDatasetRequest {
         var header = ClassificationV1.DatasetUploadHeader()
         header.name = "scenes"
         header.kind = kind
@@ -112,11 +129,23 @@ import Torch
     @Test func theFormatMustFitTheKindAndWhatWasSent() async throws {
         let service = try ClassificationServiceTests()
         let refusals: [(ClassificationV1.UploadDatasetRequest, String)] = [
-            (Self.header(.classification, .yolo), "header.annotation_format: a classification dataset is Create ML's folder layout"),
-            (Self.header(.detection, .yolo, annotations: "[]"), "header.annotations: YOLO's labels and class names are files of the upload"),
+            (
+                Self.header(.classification, .yolo),
+                "header.annotation_format: a classification dataset is Create ML's folder layout"
+            ),
+            (
+                Self.header(.detection, .yolo, annotations: "[]"),
+                "header.annotations: YOLO's labels and class names are files of the upload"
+            ),
             (Self.header(.detection, .coco), "header.annotations: a detection dataset in COCO's format needs its JSON"),
-            (Self.header(.detection, .createml), "header.annotations: a detection dataset in Create ML's format needs its JSON"),
-            (Self.header(.detection, .unrecognized(9), annotations: "[]"), "header.annotation_format: 9 is no format this server knows"),
+            (
+                Self.header(.detection, .createml),
+                "header.annotations: a detection dataset in Create ML's format needs its JSON"
+            ),
+            (
+                Self.header(.detection, .unrecognized(9), annotations: "[]"),
+                "header.annotation_format: 9 is no format this server knows"
+            ),
         ]
         for (header, expected) in refusals {
             let (code, message) = await ClassificationServiceTests.failure {
@@ -130,12 +159,15 @@ import Torch
     /// with its label file, a stray file is named, and the rest makes the dataset.
     @Test func aYOLOUploadKeepsItsTextFilesAndSkipsABadImageWithItsLabels() async throws {
         let service = try ClassificationServiceTests()
-        @Sendable func file(_ path: String, _ bytes: [UInt8]) -> ClassificationV1.UploadDatasetRequest { UploadCheckTests.file(path, bytes) }
+        @Sendable func file(_ path: String, _ bytes: [UInt8]) -> ClassificationV1.UploadDatasetRequest {
+            UploadCheckTests.file(path, bytes)
+        }
         let summary = try await service.client.uploadDataset { writer in
             try await writer.send(Self.header(.detection, .unspecified, skipBad: true))
             try await writer.send(file("data.yaml", Array("names:\n  0: dot\n".utf8)))
             for name in ["a", "b"] {
-                try await writer.send(file("images/\(name).jpg", try ClassificationServiceTests.photo((200, 0, 0), side: 32)))
+                try await writer.send(
+                    file("images/\(name).jpg", try ClassificationServiceTests.photo((200, 0, 0), side: 32)))
                 try await writer.send(file("labels/\(name).txt", Array("0 0.5 0.5 0.25 0.25\n".utf8)))
             }
             try await writer.send(file("images/cut.jpg", try UploadCheckTests.truncatedJPEG()))

@@ -30,7 +30,13 @@ public struct CloverScenes: Sendable {
             entries.append([
                 "image": name,
                 "annotations": objects.map { object in
-                    ["label": object.label, "coordinates": ["x": object.box.x + object.box.width / 2, "y": object.box.y + object.box.height / 2, "width": object.box.width, "height": object.box.height]]
+                    [
+                        "label": object.label,
+                        "coordinates": [
+                            "x": object.box.x + object.box.width / 2, "y": object.box.y + object.box.height / 2,
+                            "width": object.box.width, "height": object.box.height,
+                        ],
+                    ]
                 },
             ])
         }
@@ -42,7 +48,9 @@ public struct CloverScenes: Sendable {
     func scene(using random: inout Random) -> (RGBImage, [(label: String, box: Box)]) {
         var pixels = [UInt8](repeating: 0, count: side * side * 3)
         // Grass: a base green mottled by coarse and fine noise, then short blades lighter or darker than it.
-        let base = (r: 60.0 + random.uniform(-10, 10), g: 110.0 + random.uniform(-15, 15), b: 45.0 + random.uniform(-8, 8))
+        let base = (
+            r: 60.0 + random.uniform(-10, 10), g: 110.0 + random.uniform(-15, 15), b: 45.0 + random.uniform(-8, 8)
+        )
         let coarse = 8
         let cells = side / coarse + 2
         let mottle = (0..<(cells * cells)).map { _ in random.uniform(-18, 18) }
@@ -50,7 +58,8 @@ public struct CloverScenes: Sendable {
             for x in 0..<side {
                 let fx = Double(x) / Double(coarse), fy = Double(y) / Double(coarse)
                 let x0 = Int(fx), y0 = Int(fy), tx = fx - Double(x0), ty = fy - Double(y0)
-                let m = mottle[y0 * cells + x0] * (1 - tx) * (1 - ty) + mottle[y0 * cells + x0 + 1] * tx * (1 - ty)
+                let m =
+                    mottle[y0 * cells + x0] * (1 - tx) * (1 - ty) + mottle[y0 * cells + x0 + 1] * tx * (1 - ty)
                     + mottle[(y0 + 1) * cells + x0] * (1 - tx) * ty + mottle[(y0 + 1) * cells + x0 + 1] * tx * ty
                 let n = random.uniform(-10, 10) + m
                 let i = (y * side + x) * 3
@@ -88,9 +97,12 @@ public struct CloverScenes: Sendable {
                 let a = turn + Double(k) * 2 * Double.pi / Double(leaflets)
                 return (cx + reach * cos(a), cy + reach * sin(a))
             }
-            let box = Box(x: (centres.map(\.0).min()! - radius).rounded(.down), y: (centres.map(\.1).min()! - radius).rounded(.down),
-                          width: 0, height: 0)
-            let right = (centres.map(\.0).max()! + radius).rounded(.up), bottom = (centres.map(\.1).max()! + radius).rounded(.up)
+            let box = Box(
+                x: (centres.map(\.0).min()! - radius).rounded(.down),
+                y: (centres.map(\.1).min()! - radius).rounded(.down),
+                width: 0, height: 0)
+            let right = (centres.map(\.0).max()! + radius).rounded(.up),
+                bottom = (centres.map(\.1).max()! + radius).rounded(.up)
             let bounds = Box(x: box.x, y: box.y, width: right - box.x, height: bottom - box.y)
             // Apart from every clover placed, by a few pixels.
             if objects.contains(where: { Self.overlaps($0.box, bounds, gap: 3) }) { continue }
@@ -99,13 +111,16 @@ public struct CloverScenes: Sendable {
                 for x in Int(bounds.minX)..<Int(bounds.maxX) {
                     // Distance inside the nearest leaflet's edge, smoothed over a pixel; the rim darker.
                     let px = Double(x) + 0.5, py = Double(y) + 0.5
-                    let inside = centres.map { radius - ((px - $0.0) * (px - $0.0) + (py - $0.1) * (py - $0.1)).squareRoot() }.max()!
+                    let inside = centres.map {
+                        radius - ((px - $0.0) * (px - $0.0) + (py - $0.1) * (py - $0.1)).squareRoot()
+                    }.max()!
                     let coverage = min(1, max(0, inside + 0.5))
                     guard coverage > 0 else { continue }
                     let rim = inside < 1.5 ? 0.65 : 1.0
                     let i = (y * side + x) * 3
                     for (channel, value) in [leaf.r, leaf.g, leaf.b].enumerated() {
-                        pixels[i + channel] = clamp(Double(pixels[i + channel]) * (1 - coverage) + value * rim * coverage)
+                        pixels[i + channel] = clamp(
+                            Double(pixels[i + channel]) * (1 - coverage) + value * rim * coverage)
                     }
                 }
             }

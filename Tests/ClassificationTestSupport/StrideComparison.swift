@@ -30,13 +30,16 @@ public struct StrideComparison {
             var options = options
             options.featureStride = stride
             let started = ContinuousClock.now
-            let file = try DetectorTrainer.train(train, options: options, featurePrint: featurePrint, cropClassifier: crops ? featurePrint : nil)
+            let file = try DetectorTrainer.train(
+                train, options: options, featurePrint: featurePrint, cropClassifier: crops ? featurePrint : nil)
             let trained = ContinuousClock.now
             let evaluation = try DetectorEvaluation.run(try Detectors.load(file), on: test)
             let evaluated = ContinuousClock.now
-            return Row(stride: stride, crops: crops, trainingSeconds: Self.seconds(trained - started),
-                       evaluateMillisecondsPerScene: Self.seconds(evaluated - trained) * 1000 / Double(max(1, test.samples.count)),
-                       evaluation: evaluation, file: file)
+            return Row(
+                stride: stride, crops: crops, trainingSeconds: Self.seconds(trained - started),
+                evaluateMillisecondsPerScene: Self.seconds(evaluated - trained) * 1000
+                    / Double(max(1, test.samples.count)),
+                evaluation: evaluation, file: file)
         }
     }
 
@@ -45,11 +48,15 @@ public struct StrideComparison {
         rows.map { row in
             let perLabel = labels.map { label in
                 let counts = row.evaluation.counts[label] ?? Metrics.MatchCounts()
-                return "\(label) P \(f(counts.precision)) R \(f(counts.recall)) AP50 \(f(row.evaluation.ap50[label] ?? 0))"
+                return
+                    "\(label) P \(f(counts.precision)) R \(f(counts.recall)) AP50 \(f(row.evaluation.ap50[label] ?? 0))"
                     + " (\(counts.truePositives) right, \(counts.falsePositives) wrong, \(counts.missed) missed)"
             }
-            return "stride \(row.stride)\(row.crops ? " + crop classifier" : ""): " + perLabel.joined(separator: "; ") + "; mAP50 \(f(row.evaluation.map50))"
-                + String(format: "; training %.1f s, evaluate %.0f ms/scene", row.trainingSeconds, row.evaluateMillisecondsPerScene)
+            return "stride \(row.stride)\(row.crops ? " + crop classifier" : ""): " + perLabel.joined(separator: "; ")
+                + "; mAP50 \(f(row.evaluation.map50))"
+                + String(
+                    format: "; training %.1f s, evaluate %.0f ms/scene", row.trainingSeconds,
+                    row.evaluateMillisecondsPerScene)
         }
     }
 

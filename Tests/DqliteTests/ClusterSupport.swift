@@ -29,8 +29,11 @@ final class TestCluster {
     }
 
     /// A client of the whole cluster that does not depend on any one node.
-    func client(database: String = "test", leaderWait: Duration = TestTime.scaled(.seconds(20))) throws -> DqliteClient {
-        try DqliteClient(addresses: addresses, database: database, callTimeout: TestTime.scaled(.seconds(2)), leaderWait: leaderWait, tls: tls)
+    func client(database: String = "test", leaderWait: Duration = TestTime.scaled(.seconds(20))) throws -> DqliteClient
+    {
+        try DqliteClient(
+            addresses: addresses, database: database, callTimeout: TestTime.scaled(.seconds(2)), leaderWait: leaderWait,
+            tls: tls)
     }
 
     func stop(node: Int) throws {

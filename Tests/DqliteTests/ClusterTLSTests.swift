@@ -1,8 +1,9 @@
 import Base
-@testable import Dqlite
 import Foundation
 import TestSupport
 import Testing
+
+@testable import Dqlite
 
 #if canImport(Glibc)
     import Glibc
@@ -27,7 +28,9 @@ import Testing
         defer { certificates.remove() }
         let cluster = try TestCluster(size: 1, tls: tls)
         defer { cluster.tearDown() }
-        let node = try DqliteNode(id: 2, address: cluster.addresses[0], dataDirectory: cluster.directory.appendingPathComponent("taken").path, tls: tls)
+        let node = try DqliteNode(
+            id: 2, address: cluster.addresses[0], dataDirectory: cluster.directory.appendingPathComponent("taken").path,
+            tls: tls)
         #expect { try node.start() } throws: { error in
             let error = error as? DqliteError
             return error?.kind == .node && error?.message.contains(cluster.addresses[0]) == true
@@ -51,7 +54,9 @@ import Testing
         // Every node has it: leadership handed to each in turn answers with the same row.
         for member in try client.members() {
             if try client.leader()?.id != member.id { try client.transferLeadership(to: member.id) }
-            let rows = try client.retryingRead { session throws(DqliteError) in try session.query("SELECT payload FROM t") }
+            let rows = try client.retryingRead { session throws(DqliteError) in
+                try session.query("SELECT payload FROM t")
+            }
             #expect(rows.rows == [[.blob(payload)]], "node \(member.id)")
         }
 
@@ -70,16 +75,20 @@ import Testing
         try cluster.client().connect().execute("CREATE TABLE t (x)")
 
         // Plaintext to a node over TLS: the relay refuses it, and the client finds no leader.
-        let plaintext = try DqliteClient(addresses: cluster.addresses, database: "test", callTimeout: TestTime.scaled(.seconds(1)), leaderWait: TestTime.scaled(.milliseconds(500)))
+        let plaintext = try DqliteClient(
+            addresses: cluster.addresses, database: "test", callTimeout: TestTime.scaled(.seconds(1)),
+            leaderWait: TestTime.scaled(.milliseconds(500)))
         #expect { try plaintext.connect() } throws: { ($0 as? DqliteError)?.kind == .noLeader }
 
         // A certificate of another CA: refused at the handshake.
         let foreign = try TestCertificates(name: "Other CA")
         defer { foreign.remove() }
         let stranger = try foreign.issue("stranger")
-        let strangerTLS = try ClusterTLS(certificateFile: stranger.certificate, keyFile: stranger.key, caFile: foreign.caFile)
+        let strangerTLS = try ClusterTLS(
+            certificateFile: stranger.certificate, keyFile: stranger.key, caFile: foreign.caFile)
         let impostor = try DqliteClient(
-            addresses: cluster.addresses, database: "test", callTimeout: TestTime.scaled(.seconds(1)), leaderWait: TestTime.scaled(.milliseconds(500)), tls: strangerTLS)
+            addresses: cluster.addresses, database: "test", callTimeout: TestTime.scaled(.seconds(1)),
+            leaderWait: TestTime.scaled(.milliseconds(500)), tls: strangerTLS)
         #expect { try impostor.connect() } throws: { ($0 as? DqliteError)?.kind == .noLeader }
 
         // A client of the right CA still gets in.
@@ -92,25 +101,30 @@ import Testing
     @Test func membersNamingTheirRoleAdmitOnlyMembersAndTheOperator() throws {
         defer { certificates.remove() }
         let member = try certificates.issue("health", file: "health-member", unit: ClusterTLS.memberRole)
-        let memberTLS = try ClusterTLS(certificateFile: member.certificate, keyFile: member.key, caFile: certificates.caFile)
+        let memberTLS = try ClusterTLS(
+            certificateFile: member.certificate, keyFile: member.key, caFile: certificates.caFile)
         let cluster = try TestCluster(size: 1, tls: memberTLS)
         defer { cluster.tearDown() }
         try cluster.client().connect().execute("CREATE TABLE t (x)")
         func client(_ commonName: String, unit: String?) throws -> DqliteClient {
             let pair = try certificates.issue(commonName, file: "\(commonName)-\(unit ?? "none")", unit: unit)
             return try DqliteClient(
-                addresses: cluster.addresses, database: "test", callTimeout: TestTime.scaled(.seconds(1)), leaderWait: TestTime.scaled(.milliseconds(500)),
+                addresses: cluster.addresses, database: "test", callTimeout: TestTime.scaled(.seconds(1)),
+                leaderWait: TestTime.scaled(.milliseconds(500)),
                 tls: try ClusterTLS(certificateFile: pair.certificate, keyFile: pair.key, caFile: certificates.caFile))
         }
         let gateway = try client("gateway", unit: nil)
-        #expect { try gateway.connect().query("SELECT count(*) FROM t") } throws: { ($0 as? DqliteError)?.kind == .noLeader }
+        #expect { try gateway.connect().query("SELECT count(*) FROM t") } throws: {
+            ($0 as? DqliteError)?.kind == .noLeader
+        }
         let zoo = try client("zoo", unit: "service")
         #expect { try zoo.members() } throws: { ($0 as? DqliteError)?.kind == .noLeader }
         let operatorClient = try client("menagerie-operator", unit: ClusterTLS.operatorRole)
         #expect(try operatorClient.connect().query("SELECT count(*) FROM t").rows == [[.integer(0)]])
         #expect(try operatorClient.members().map(\.id) == [1])
         // A member whose certificate names no role (made before roles) admits any certificate of the CA, as before.
-        #expect(tls.admittedRoles == nil && memberTLS.admittedRoles == [ClusterTLS.memberRole, ClusterTLS.operatorRole])
+        #expect(
+            tls.admittedRoles == nil && memberTLS.admittedRoles == [ClusterTLS.memberRole, ClusterTLS.operatorRole])
         #expect(ClusterTLS.roles(of: "CN=health,OU=member,O=Menagerie") == ["member"])
     }
 
@@ -139,19 +153,24 @@ import Testing
         let started = ContinuousClock.now
         for _ in 0..<20 {
             let fresh = try DqliteClient(
-                addresses: cluster.addresses, database: "test", callTimeout: TestTime.scaled(.seconds(2)), leaderWait: TestTime.scaled(.seconds(2)), tls: tls)
+                addresses: cluster.addresses, database: "test", callTimeout: TestTime.scaled(.seconds(2)),
+                leaderWait: TestTime.scaled(.seconds(2)), tls: tls)
             let session = try fresh.connect()
             defer { session.close() }
             #expect(try session.query("SELECT count(*) FROM t").rows == [[.integer(0)]])
         }
-        #expect(ContinuousClock.now - started < TestTime.scaled(.seconds(20)), "fresh connections waited for their timeouts")
+        #expect(
+            ContinuousClock.now - started < TestTime.scaled(.seconds(20)), "fresh connections waited for their timeouts"
+        )
     }
 
     /// A relay's listener that stops closes every descriptor it made: the write end of its wake-up pipe stayed open,
     /// one descriptor lost each time a node over TLS started and stopped.
     @Test func aStoppedRelayListenerLeavesNoDescriptorOpen() async throws {
         defer { certificates.remove() }
-        func openDescriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1 }
+        func openDescriptors() -> Int {
+            (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+        }
         func listenAndStop() throws {
             let port = try RawSocket.freePortBlock(count: 1)
             try tls.listen(on: "127.0.0.1:\(port)", forwardingTo: "@menagerie-test-no-node").stop()
@@ -167,7 +186,9 @@ import Testing
             for _ in 0..<5 { try listenAndStop() }
             // The accepting threads close the listening sockets and the pipes' read ends once woken.
             let deadline = ContinuousClock.now + TestTime.scaled(.seconds(5))
-            while openDescriptors() > before, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            while openDescriptors() > before, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
             grown = openDescriptors() - before
             if grown <= 0 { break }
         }
@@ -176,7 +197,10 @@ import Testing
 
     @Test func credentialsThatDoNotLoadAreAClearError() throws {
         defer { certificates.remove() }
-        #expect { try ClusterTLS(certificateFile: "/nonexistent.pem", keyFile: "/nonexistent.key", caFile: certificates.caFile) } throws: {
+        #expect {
+            try ClusterTLS(
+                certificateFile: "/nonexistent.pem", keyFile: "/nonexistent.key", caFile: certificates.caFile)
+        } throws: {
             let error = $0 as? DqliteError
             return error?.kind == .misuse && error?.message.contains("/nonexistent.pem") == true
         }

@@ -1,7 +1,8 @@
 import Base
-@testable import Dqlite
 import TestSupport
 import Testing
+
+@testable import Dqlite
 
 /// Real dqlite nodes (libdqlite's own threads) in this process, reached through the Swift client over loopback.
 @Suite(.serialized) struct ClusterTests {
@@ -12,11 +13,13 @@ import Testing
         defer { session.close() }
         try session.execute("CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB, n TEXT)")
         let inserted = try session.execute(
-            "INSERT INTO t VALUES (?, ?, ?, ?, ?)", [.integer(-42), .real(2.5), .text("žluťoučký kůň"), .blob([0, 1, 255]), .null])
+            "INSERT INTO t VALUES (?, ?, ?, ?, ?)",
+            [.integer(-42), .real(2.5), .text("žluťoučký kůň"), .blob([0, 1, 255]), .null])
         #expect(inserted.rowsAffected == 1 && inserted.lastInsertID == 1)
         let rows = try session.query("SELECT i, r, s, b, n, x'' AS empty FROM t")
         #expect(rows.columns == ["i", "r", "s", "b", "n", "empty"])
-        #expect(rows.rows == [[.integer(-42), .real(2.5), .text("žluťoučký kůň"), .blob([0, 1, 255]), .null, .blob([])]])
+        #expect(
+            rows.rows == [[.integer(-42), .real(2.5), .text("žluťoučký kůň"), .blob([0, 1, 255]), .null, .blob([])]])
     }
 
     @Test func manyRowsArriveInPartsAndAreJoined() throws {
@@ -28,7 +31,9 @@ import Testing
         try session.execute("BEGIN", mayCommit: false)
         let insert = try session.prepare("INSERT INTO t (payload) VALUES (?)")
         #expect(insert.parameterCount == 1)
-        for index in 0..<3000 { try session.execute(insert, [.text(String(repeating: "x", count: index % 100))], mayCommit: false) }
+        for index in 0..<3000 {
+            try session.execute(insert, [.text(String(repeating: "x", count: index % 100))], mayCommit: false)
+        }
         try session.finalize(insert)
         try session.execute("COMMIT")
         let rows = try session.query("SELECT id, payload FROM t ORDER BY id")
@@ -65,10 +70,13 @@ import Testing
         let cluster = try TestCluster(size: 1)
         defer { cluster.tearDown() }
         #expect {
-            try DqliteNode(id: 2, address: cluster.addresses[0], dataDirectory: cluster.directory.appendingPathComponent("taken").path)
+            try DqliteNode(
+                id: 2, address: cluster.addresses[0],
+                dataDirectory: cluster.directory.appendingPathComponent("taken").path)
         } throws: { error in
             let error = error as? DqliteError
-            return error?.kind == .node && error?.message.contains("cannot listen on \(cluster.addresses[0]): Address already in use") == true
+            return error?.kind == .node
+                && error?.message.contains("cannot listen on \(cluster.addresses[0]): Address already in use") == true
         }
         // The node that holds the address still answers.
         let session = try cluster.client().connect()
@@ -93,7 +101,9 @@ import Testing
         try cluster.stop(node: Int(oldLeader.id))
 
         let started = ContinuousClock.now
-        let rows = try client.retryingRead { session throws(DqliteError) in try session.query("SELECT value FROM samples") }
+        let rows = try client.retryingRead { session throws(DqliteError) in
+            try session.query("SELECT value FROM samples")
+        }
         #expect(rows.rows == [[.real(1)]])
         let newLeader = try #require(try client.leader())
         #expect(newLeader.id != oldLeader.id)
@@ -133,7 +143,8 @@ import Testing
         // small part of one.
         let discovery = TestTime.scaled(.milliseconds(400))
         let client = try DqliteClient(
-            addresses: [silent.address, cluster.addresses[0]], database: "test", callTimeout: TestTime.scaled(.seconds(5)),
+            addresses: [silent.address, cluster.addresses[0]], database: "test",
+            callTimeout: TestTime.scaled(.seconds(5)),
             discoveryTimeout: discovery, leaderWait: TestTime.scaled(.seconds(5)))
         var started = ContinuousClock.now
         #expect(try client.leader()?.address == cluster.addresses[0])
@@ -163,10 +174,13 @@ import Testing
         func wait(watching node: String?, timeout: Duration) throws -> (Duration, DqliteError?) {
             let connection = try WireConnection(address: silent.address, timeout: timeout)
             defer { connection.close() }
-            connection.leaderWatch = node.map { LeaderWatch(address: $0, timeout: TestTime.scaled(.seconds(1)), tls: nil) }
+            connection.leaderWatch = node.map {
+                LeaderWatch(address: $0, timeout: TestTime.scaled(.seconds(1)), tls: nil)
+            }
             let started = ContinuousClock.now
             do {
-                _ = try DqliteSession.call(connection, request.message(type: WireType.leader), expecting: WireType.node, mayCommit: true)
+                _ = try DqliteSession.call(
+                    connection, request.message(type: WireType.leader), expecting: WireType.node, mayCommit: true)
                 return (ContinuousClock.now - started, nil)
             } catch {
                 return (ContinuousClock.now - started, error)
@@ -174,7 +188,10 @@ import Testing
         }
         let (watched, error) = try wait(watching: cluster.addresses[0], timeout: TestTime.scaled(.seconds(10)))
         #expect(watched < TestTime.scaled(.seconds(2)), "waited \(watched) on a leader the own node no longer names")
-        #expect(error?.kind == .outcomeUnknown && error?.message.contains("names \(cluster.addresses[0]) the leader") == true, "\(String(describing: error))")
+        #expect(
+            error?.kind == .outcomeUnknown
+                && error?.message.contains("names \(cluster.addresses[0]) the leader") == true,
+            "\(String(describing: error))")
         // A node that cannot be asked names nobody: the call's timeout stands.
         let (unwatched, _) = try wait(watching: silent.address, timeout: .milliseconds(800))
         #expect(unwatched >= .milliseconds(750), "gave up after \(unwatched) with nobody else named")
@@ -224,7 +241,8 @@ import Testing
             (error as? DqliteError)?.kind == .notCommitted
         }
         #expect(session.isBroken)
-        let count = try client.retryingRead { session throws(DqliteError) in try session.query("SELECT count(*) FROM t") }
+        let count = try client.retryingRead { session throws(DqliteError) in try session.query("SELECT count(*) FROM t")
+        }
         #expect(count.rows == [[.integer(0)]])
     }
 }
@@ -236,7 +254,9 @@ import Testing
         let cluster = try TestCluster(size: 3)
         defer { cluster.tearDown() }
         let first = cluster.addresses[0]
-        let client = try DqliteClient(addresses: [first], database: "test", callTimeout: TestTime.scaled(.seconds(2)), leaderWait: TestTime.scaled(.seconds(20)))
+        let client = try DqliteClient(
+            addresses: [first], database: "test", callTimeout: TestTime.scaled(.seconds(2)),
+            leaderWait: TestTime.scaled(.seconds(20)))
         let session = try client.connect()
         try session.execute("CREATE TABLE t (x)")
         session.close()
@@ -258,7 +278,8 @@ import Testing
         let cluster = try TestCluster(size: 1)
         defer { cluster.tearDown() }
         let notYet = "127.0.0.1:1"
-        let client = try DqliteClient(addresses: [cluster.addresses[0], notYet], database: "test", callTimeout: TestTime.scaled(.seconds(2)))
+        let client = try DqliteClient(
+            addresses: [cluster.addresses[0], notYet], database: "test", callTimeout: TestTime.scaled(.seconds(2)))
         _ = try client.members()
         #expect(client.addresses == [cluster.addresses[0], notYet])
     }

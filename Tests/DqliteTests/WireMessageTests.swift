@@ -1,5 +1,6 @@
-@testable import Dqlite
 import Testing
+
+@testable import Dqlite
 
 @Suite struct WireMessageTests {
     @Test func stringsEndWithNulAndArePaddedToAWord() throws {

@@ -11,10 +11,13 @@ import Testing
         try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: empty) }
         do {
-            _ = try ClientTLSOptions.parse([]).credentials(stateDirectory: nil, environment: ["MENAGERIE_TLS_DIR": empty.path])
+            _ = try ClientTLSOptions.parse([]).credentials(
+                stateDirectory: nil, environment: ["MENAGERIE_TLS_DIR": empty.path])
             Issue.record("an empty MENAGERIE_TLS_DIR gave credentials (or plaintext) instead of an error")
         } catch let error as FileError {
-            #expect(error.kind == .missing && error.exitCode == 66 && error.description.contains("MENAGERIE_TLS_DIR"), "\(error)")
+            #expect(
+                error.kind == .missing && error.exitCode == 66 && error.description.contains("MENAGERIE_TLS_DIR"),
+                "\(error)")
         }
         // Without the variable (and no compose state in a scratch directory), plaintext is what is asked for.
         #expect(try ClientTLSOptions.parse([]).credentials(stateDirectory: empty.path, environment: [:]) == nil)

@@ -16,14 +16,22 @@ import Testing
         #expect(GatewayExit.code(parseExitCode: 64, message: "Missing expected argument '<id>'") == 64)
         #expect(GatewayExit.code(parseExitCode: 0, message: "") == 0)
         // `zoo show -5`: ArgumentParser takes -5 for an option and misses the id.
-        #expect(GatewayExit.code(parseExitCode: 64, message: "Missing expected argument '<id>'", arguments: ["zoo", "show", "-5"]) == 3)
-        #expect(GatewayExit.code(parseExitCode: 64, message: "Missing expected argument '<id>'", arguments: ["zoo", "show", "--", "x"]) == 64)
+        #expect(
+            GatewayExit.code(
+                parseExitCode: 64, message: "Missing expected argument '<id>'", arguments: ["zoo", "show", "-5"]) == 3)
+        #expect(
+            GatewayExit.code(
+                parseExitCode: 64, message: "Missing expected argument '<id>'", arguments: ["zoo", "show", "--", "x"])
+                == 64)
     }
 
     /// A second parse puts negative numbers that stand as arguments behind `--`, keeping the arguments' order and
     /// every option (with its value) before it.
     @Test func negativeNumbersAsArgumentsMoveBehindTheSeparator() {
-        #expect(GatewayExit.negativeNumbersAsPositionals(["health", "add", "stepCount", "-100"]) == ["health", "add", "stepCount", "--", "-100"])
+        #expect(
+            GatewayExit.negativeNumbersAsPositionals(["health", "add", "stepCount", "-100"]) == [
+                "health", "add", "stepCount", "--", "-100",
+            ])
         #expect(
             GatewayExit.negativeNumbersAsPositionals(["zoo", "tour", "1", "-2", "3", "--from", "-1.5,2", "--json"])
                 == ["zoo", "tour", "1", "--from", "-1.5,2", "--json", "--", "-2", "3"])
@@ -46,7 +54,9 @@ import Testing
             }
         }
         let unknown = failure("nosuch", known: ["zoo", "ocr"])
-        #expect(unknown?.code == .notFound && unknown?.message.contains("zoo, ocr") == true, "\(String(describing: unknown))")
+        #expect(
+            unknown?.code == .notFound && unknown?.message.contains("zoo, ocr") == true,
+            "\(String(describing: unknown))")
         #expect(failure("ocr", known: ["zoo", "ocr"])?.code == .unavailable)
         // Without a services file nothing says a name is unknown: UNAVAILABLE, as before.
         #expect(failure("nosuch", known: [])?.code == .unavailable)

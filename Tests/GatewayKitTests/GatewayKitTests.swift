@@ -20,31 +20,38 @@ import Transport
             replicas = 0
 
             """
-        #expect(try ServiceList.parse(text) == [
-            ServiceSettings(name: "zoo", port: 7100, replicas: 1, data: ".data/zoo", arguments: ["--refresh=0 2 * * 6", "--refresh-source=../data # not a comment"]),
-            ServiceSettings(name: "ocr", port: 7200, replicas: 0, data: ".data/ocr"),
-        ])
-        #expect(ServiceList.render(try ServiceList.parse(text)) == """
-            [zoo]
-            port = 7100
-            replicas = 1
-            data = .data/zoo
-            arg = --refresh=0 2 * * 6
-            arg = --refresh-source=../data # not a comment
+        #expect(
+            try ServiceList.parse(text) == [
+                ServiceSettings(
+                    name: "zoo", port: 7100, replicas: 1, data: ".data/zoo",
+                    arguments: ["--refresh=0 2 * * 6", "--refresh-source=../data # not a comment"]),
+                ServiceSettings(name: "ocr", port: 7200, replicas: 0, data: ".data/ocr"),
+            ])
+        #expect(
+            ServiceList.render(try ServiceList.parse(text)) == """
+                [zoo]
+                port = 7100
+                replicas = 1
+                data = .data/zoo
+                arg = --refresh=0 2 * * 6
+                arg = --refresh-source=../data # not a comment
 
-            [ocr]
-            port = 7200
-            replicas = 0
-            data = .data/ocr
+                [ocr]
+                port = 7200
+                replicas = 0
+                data = .data/ocr
 
-            """)
+                """)
     }
 
     /// `nodes` places a service on nodes of `compose up --nodes N`, in the order written; none: every node.
     @Test func theNodesKeyPlacesAServiceOnTheNodesItLists() throws {
         let services = try ServiceList.parse("[zoo]\nport = 7100\nnodes = 3, 1\t,02\n[ocr]\nport = 7200\n")
         #expect(services.map(\.nodes) == [[3, 1, 2], []])
-        #expect(ServiceList.render(services) == "[zoo]\nport = 7100\nreplicas = 1\ndata = .data/zoo\nnodes = 3,1,2\n\n[ocr]\nport = 7200\nreplicas = 1\ndata = .data/ocr\n")
+        #expect(
+            ServiceList.render(services)
+                == "[zoo]\nport = 7100\nreplicas = 1\ndata = .data/zoo\nnodes = 3,1,2\n\n[ocr]\nport = 7200\nreplicas = 1\ndata = .data/ocr\n"
+        )
     }
 
     /// The manifest's keys beyond where and how many: what compose installs, whether the service clusters, its
@@ -64,29 +71,31 @@ import Transport
             cluster = no
             """
         let services = try ServiceList.parse(text)
-        #expect(services == [
-            ServiceSettings(
-                name: "ocr", port: 7200, proto: "menagerie.ocr.v1", models: ["ppocr", "sevenseg"], cluster: true,
-                container: "../deploy/containers/ocr.Containerfile", kubernetes: "../deploy/kubernetes/ocr.yaml"),
-            ServiceSettings(name: "zoo", port: 7100),
-        ])
-        #expect(ServiceList.render(services) == """
-            [ocr]
-            port = 7200
-            replicas = 1
-            data = .data/ocr
-            proto = menagerie.ocr.v1
-            models = ppocr sevenseg
-            cluster = yes
-            container = ../deploy/containers/ocr.Containerfile
-            kubernetes = ../deploy/kubernetes/ocr.yaml
+        #expect(
+            services == [
+                ServiceSettings(
+                    name: "ocr", port: 7200, proto: "menagerie.ocr.v1", models: ["ppocr", "sevenseg"], cluster: true,
+                    container: "../deploy/containers/ocr.Containerfile", kubernetes: "../deploy/kubernetes/ocr.yaml"),
+                ServiceSettings(name: "zoo", port: 7100),
+            ])
+        #expect(
+            ServiceList.render(services) == """
+                [ocr]
+                port = 7200
+                replicas = 1
+                data = .data/ocr
+                proto = menagerie.ocr.v1
+                models = ppocr sevenseg
+                cluster = yes
+                container = ../deploy/containers/ocr.Containerfile
+                kubernetes = ../deploy/kubernetes/ocr.yaml
 
-            [zoo]
-            port = 7100
-            replicas = 1
-            data = .data/zoo
+                [zoo]
+                port = 7100
+                replicas = 1
+                data = .data/zoo
 
-            """)
+                """)
         #expect(try ServiceList.parse(ServiceList.render(services)) == services)
     }
 
@@ -102,12 +111,15 @@ import Transport
             // Its proto package is one Proto/ declares.
             let proto = try #require(service.proto, "\(service.name) names no proto package")
             let path = root.appendingPathComponent("Proto/" + proto.replacingOccurrences(of: ".", with: "/"))
-            let declared = try FileManager.default.contentsOfDirectory(at: path, includingPropertiesForKeys: nil).filter { $0.pathExtension == "proto" }
-                .contains { (try? String(contentsOf: $0, encoding: .utf8))?.contains("\npackage \(proto);") == true }
+            let declared = try FileManager.default.contentsOfDirectory(at: path, includingPropertiesForKeys: nil).filter
+            { $0.pathExtension == "proto" }
+            .contains { (try? String(contentsOf: $0, encoding: .utf8))?.contains("\npackage \(proto);") == true }
             #expect(declared, "no .proto in \(path.path) declares package \(proto)")
             for path in [service.container, service.kubernetes] {
                 let path = try #require(path, "\(service.name) names no deploy file")
-                #expect(FileManager.default.fileExists(atPath: file.deletingLastPathComponent().appendingPathComponent(path).path), "\(path)")
+                #expect(
+                    FileManager.default.fileExists(
+                        atPath: file.deletingLastPathComponent().appendingPathComponent(path).path), "\(path)")
             }
         }
     }
@@ -115,8 +127,14 @@ import Transport
     /// Every way a services file can be wrong is refused with its line and what is wrong there.
     @Test func aServicesFileComposeWouldRefuseIsAnErrorNamingTheLine() {
         let cases: [(String, Int, String)] = [
-            ("zoo 7100 1 .data/zoo", 1, "'zoo 7100 1 .data/zoo' is the old one-line format; write it as [zoo] with port = 7100, replicas = 1, data = .data/zoo on lines of their own"),
-            ("[zoo]\nport = 7100\ntls = on", 3, "unknown key 'tls' in [zoo] (known: port, replicas, data, nodes, arg, proto, models, cluster, blobs, container, kubernetes)"),
+            (
+                "zoo 7100 1 .data/zoo", 1,
+                "'zoo 7100 1 .data/zoo' is the old one-line format; write it as [zoo] with port = 7100, replicas = 1, data = .data/zoo on lines of their own"
+            ),
+            (
+                "[zoo]\nport = 7100\ntls = on", 3,
+                "unknown key 'tls' in [zoo] (known: port, replicas, data, nodes, arg, proto, models, cluster, blobs, container, kubernetes)"
+            ),
             ("[zoo]\nport = 71x", 2, "port must be a number 1-65535 (got '71x')"),
             ("[zoo]\nport = 0", 2, "port must be a number 1-65535 (got '0')"),
             ("[zoo]\nport = 65536", 2, "port must be a number 1-65535 (got '65536')"),
@@ -137,16 +155,30 @@ import Transport
             ("[zoo]\nport = 1\nnodes = 2, 02", 3, "node 2 is listed twice in [zoo]'s nodes"),
             ("[zoo]\nport = 1\nnodes = 1\nnodes = 2", 4, "nodes is set twice in [zoo]"),
             ("[zoo]\nport = 1\ncluster = true", 3, "cluster must be yes or no (got 'true')"),
-            ("[zoo]\nport = 1\nblobs = yes", 1, "[zoo] keeps its blobs on its nodes (blobs = yes) and has no cluster (cluster = yes)"),
-            ("[zoo]\nport = 1\nmodels = ppocr tesseract", 3, "unknown model 'tesseract' in [zoo] (known: feature-print, ppocr, sevenseg)"),
+            (
+                "[zoo]\nport = 1\nblobs = yes", 1,
+                "[zoo] keeps its blobs on its nodes (blobs = yes) and has no cluster (cluster = yes)"
+            ),
+            (
+                "[zoo]\nport = 1\nmodels = ppocr tesseract", 3,
+                "unknown model 'tesseract' in [zoo] (known: feature-print, ppocr, sevenseg)"
+            ),
             ("[zoo]\nport = 1\nmodels = ppocr  ppocr", 3, "model ppocr is listed twice in [zoo]'s models"),
-            ("[zoo]\nport = 1\nmodels =", 3, "models needs the names of what compose installs (models = feature-print ppocr sevenseg)"),
-            ("[zoo]\nport = 1\nproto = menagerie..v1", 3, "proto must be a protobuf package, words joined by dots (proto = menagerie.zoo.v1; got 'menagerie..v1')"),
+            (
+                "[zoo]\nport = 1\nmodels =", 3,
+                "models needs the names of what compose installs (models = feature-print ppocr sevenseg)"
+            ),
+            (
+                "[zoo]\nport = 1\nproto = menagerie..v1", 3,
+                "proto must be a protobuf package, words joined by dots (proto = menagerie.zoo.v1; got 'menagerie..v1')"
+            ),
             ("[zoo]\nport = 1\ncontainer =", 3, "container needs a file (relative to this file's folder)"),
             ("[zoo]\nport = 1\nkubernetes = a\nkubernetes = b", 4, "kubernetes is set twice in [zoo]"),
         ]
         for (text, line, message) in cases {
-            let error = #expect(throws: ServicesFileError.self, "\(text)") { try ServiceList.parse(text, file: "s.conf") }
+            let error = #expect(throws: ServicesFileError.self, "\(text)") {
+                try ServiceList.parse(text, file: "s.conf")
+            }
             #expect(error == ServicesFileError(file: "s.conf", line: line, message: message), "\(text)")
         }
     }
@@ -164,14 +196,18 @@ import Transport
 
     @Test func endpointsListServicesInTheFilesOrderThenByName() throws {
         let endpoints = try Endpoints(
-            flags: ["zeta=127.0.0.1:1", "ocr=127.0.0.1:2,127.0.0.1:3", "alpha=[::1]:4", "zoo=localhost:5"], stateDirectory: nil,
+            flags: ["zeta=127.0.0.1:1", "ocr=127.0.0.1:2,127.0.0.1:3", "alpha=[::1]:4", "zoo=localhost:5"],
+            stateDirectory: nil,
             environment: [:])
         #expect(endpoints.services(listed: ["zoo", "ocr", "health"]) == ["zoo", "ocr", "health", "alpha", "zeta"])
         #expect(endpoints.byService["ocr"] == ["127.0.0.1:2", "127.0.0.1:3"])
         for bad in ["zoo", "=127.0.0.1:1", "zoo=127.0.0.1", "zoo=example.org:80", "zoo=127.0.0.1:70000"] {
-            #expect(throws: RPCError.self, "\(bad)") { try Endpoints(flags: [bad], stateDirectory: nil, environment: [:]) }
+            #expect(throws: RPCError.self, "\(bad)") {
+                try Endpoints(flags: [bad], stateDirectory: nil, environment: [:])
+            }
         }
-        let fromEnvironment = try Endpoints(flags: [], stateDirectory: nil, environment: ["MENAGERIE_ENDPOINTS": "zoo=127.0.0.1:1;ocr=127.0.0.1:2"])
+        let fromEnvironment = try Endpoints(
+            flags: [], stateDirectory: nil, environment: ["MENAGERIE_ENDPOINTS": "zoo=127.0.0.1:1;ocr=127.0.0.1:2"])
         #expect(fromEnvironment.byService == ["zoo": ["127.0.0.1:1"], "ocr": ["127.0.0.1:2"]])
         let missing = #expect(throws: RPCError.self) { try fromEnvironment.client(for: "health") }
         #expect(missing?.code == .unavailable)
@@ -184,7 +220,8 @@ import Transport
         try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: state) }
         try "mnt_admin\n".write(to: state.appendingPathComponent("admin-token"), atomically: true, encoding: .utf8)
-        try "zoo 10.237.42.11:7100\n".write(to: state.appendingPathComponent("endpoints"), atomically: true, encoding: .utf8)
+        try "zoo 10.237.42.11:7100\n".write(
+            to: state.appendingPathComponent("endpoints"), atomically: true, encoding: .utf8)
         let own = try Endpoints(flags: [], stateDirectory: state.path, environment: [:])
         #expect(own.tokenSource == .stackState && own.token == "mnt_admin")
         #expect(try own.client(for: "zoo").credentials["authorization"] == "Bearer mnt_admin")
@@ -192,8 +229,11 @@ import Transport
         let foreign = try Endpoints(flags: ["zoo=127.0.0.1:12997"], stateDirectory: state.path, environment: [:])
         #expect(try foreign.client(for: "zoo").credentials.isEmpty)
         #expect(foreign.unauthenticatedHint(service: "zoo").contains("MENAGERIE_TOKEN"))
-        #expect(!foreign.mayCarryTokenInPlaintext("10.237.42.12:7100") && foreign.mayCarryTokenInPlaintext("127.0.0.1:12997"))
-        let chosen = try Endpoints(flags: ["zoo=127.0.0.1:12997"], stateDirectory: state.path, environment: ["MENAGERIE_TOKEN": "mnt_user"])
+        #expect(
+            !foreign.mayCarryTokenInPlaintext("10.237.42.12:7100")
+                && foreign.mayCarryTokenInPlaintext("127.0.0.1:12997"))
+        let chosen = try Endpoints(
+            flags: ["zoo=127.0.0.1:12997"], stateDirectory: state.path, environment: ["MENAGERIE_TOKEN": "mnt_user"])
         #expect(try chosen.client(for: "zoo").credentials["authorization"] == "Bearer mnt_user")
         #expect(chosen.unauthenticatedHint(service: "zoo").contains("$MENAGERIE_TOKEN"))
     }
@@ -205,7 +245,8 @@ import Transport
     }
 
     @Test func tablesAlignEveryColumnButTheLast() {
-        #expect(formatTable(["ID", "NAME"], [["1", "Lev"], ["100", "Žirafa"]]) == "ID   NAME\n1    Lev\n100  Žirafa\n")
+        #expect(
+            formatTable(["ID", "NAME"], [["1", "Lev"], ["100", "Žirafa"]]) == "ID   NAME\n1    Lev\n100  Žirafa\n")
     }
 
     @Test func progressIsARedrawnBarOnATerminalAndLinesOtherwise() {
@@ -218,7 +259,10 @@ import Transport
             display.update(fraction: 2, message: "done")
             display.finish()
         }
-        #expect(terminal.text == "\r[###############               ]  50% parsing\u{1B}[K\r[##############################] 100% done\u{1B}[K\n")
+        #expect(
+            terminal.text
+                == "\r[###############               ]  50% parsing\u{1B}[K\r[##############################] 100% done\u{1B}[K\n"
+        )
         #expect(pipe.text == "50% parsing\n100% done\n")
     }
 }
@@ -230,7 +274,9 @@ import Transport
         let v6 = try Endpoint(parsing: "[::1]:7100")
         #expect(v6.host == "::1" && v6.port == 7100 && v6.description == "[::1]:7100")
         #expect(try Endpoint(parsing: "localhost:0").port == 0)
-        for bad in ["", "7100", "127.0.0.1", "127.0.0.1:", "127.0.0.1:x", "example.org:80", "127.0.0.1:65536", "127.0.0.1:-1"] {
+        for bad in [
+            "", "7100", "127.0.0.1", "127.0.0.1:", "127.0.0.1:x", "example.org:80", "127.0.0.1:65536", "127.0.0.1:-1",
+        ] {
             let error = #expect(throws: RPCError.self, "\(bad)") { try Endpoint(parsing: bad) }
             #expect(error?.code == .invalidArgument)
         }

@@ -21,20 +21,30 @@ import Testing
     /// and exit 0. They are usage errors now; `--from` alone runs until now.
     @Test func statisticsRangeOptionsAreHonouredOrRefused() throws {
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let added = try health("add", "stepCount", "120", "--start", "2026-03-28T12:00", "--end", "2026-03-28T12:10", "--local")
+        let added = try health(
+            "add", "stepCount", "120", "--start", "2026-03-28T12:00", "--end", "2026-03-28T12:10", "--local")
         try #require(added.status == 0, "\(added)")
         let fromAlone = try health("stats", "stepCount", "--from", "2026-03-28T11:00", "--local", "--json")
         #expect(fromAlone.status == 0, "\(fromAlone)")
-        #expect(fromAlone.stdout.contains("\"sum\": 120") || fromAlone.stdout.contains("\"sum\":120"), "\(fromAlone.stdout)")
-        #expect(fromAlone.stdout.contains("\"startMs\": \"1774692000000\"") || fromAlone.stdout.contains("\"startMs\":\"1774692000000\""), "\(fromAlone.stdout)")
+        #expect(
+            fromAlone.stdout.contains("\"sum\": 120") || fromAlone.stdout.contains("\"sum\":120"), "\(fromAlone.stdout)"
+        )
+        #expect(
+            fromAlone.stdout.contains("\"startMs\": \"1774692000000\"")
+                || fromAlone.stdout.contains("\"startMs\":\"1774692000000\""), "\(fromAlone.stdout)")
         for (arguments, says) in [
             (["--to", "2026-03-28T18:00"], "--to needs --from"),
-            (["--preset", "today", "--from", "2026-03-28T12:00", "--to", "2026-03-28T18:00"], "--preset is a whole range"),
+            (
+                ["--preset", "today", "--from", "2026-03-28T12:00", "--to", "2026-03-28T18:00"],
+                "--preset is a whole range"
+            ),
             (["--preset", "today", "--from", "2026-03-28T12:00"], "--preset is a whole range"),
         ] {
             let result = try Gateway.run(["health", "stats", "stepCount", "--local"] + arguments + store)
             #expect(result.status == 64, "\(arguments): \(result)")
-            #expect(result.stderr.contains(says) && result.stderr.contains("Usage: gateway health stats"), "\(arguments): \(result.stderr)")
+            #expect(
+                result.stderr.contains(says) && result.stderr.contains("Usage: gateway health stats"),
+                "\(arguments): \(result.stderr)")
             #expect(result.stdout.isEmpty, "\(arguments): \(result.stdout)")
         }
     }
@@ -56,10 +66,15 @@ import Testing
         }
         let first = try health("list", "stepCount", "--limit", "2", "--local")
         #expect(first.status == 0, "\(first)")
-        #expect(first.stdout.contains("09:02:00") && first.stdout.contains("09:01:00") && !first.stdout.contains("09:00:00"), "\(first.stdout)")
-        let cursor = try #require(first.stderr.components(separatedBy: "--after ").last?.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(
+            first.stdout.contains("09:02:00") && first.stdout.contains("09:01:00")
+                && !first.stdout.contains("09:00:00"), "\(first.stdout)")
+        let cursor = try #require(
+            first.stderr.components(separatedBy: "--after ").last?.trimmingCharacters(in: .whitespacesAndNewlines))
         let second = try health("list", "stepCount", "--limit", "2", "--local", "--after", cursor)
-        #expect(second.status == 0 && second.stdout.contains("09:00:00") && !second.stdout.contains("09:01:00"), "\(second)")
+        #expect(
+            second.status == 0 && second.stdout.contains("09:00:00") && !second.stdout.contains("09:01:00"), "\(second)"
+        )
         #expect(!second.stderr.contains("more samples"), "\(second.stderr)")
         let json = try health("list", "stepCount", "--limit", "2", "--local", "--json")
         #expect(json.stdout.contains("\"next\""), "\(json.stdout)")
@@ -72,7 +87,10 @@ import Testing
     @Test func skippedAndRepeatedLocalTimesAreResolvedWithAWarning() throws {
         defer { try? FileManager.default.removeItem(at: scratch) }
         let skipped = try health("add", "stepCount", "10", "--start", "2026-03-29T02:30", "--local")
-        #expect(skipped.status == 0 && skipped.stderr.contains("warning: 2026-03-29T02:30:00 does not exist in Europe/Prague"), "\(skipped)")
+        #expect(
+            skipped.status == 0
+                && skipped.stderr.contains("warning: 2026-03-29T02:30:00 does not exist in Europe/Prague"), "\(skipped)"
+        )
         #expect(skipped.stderr.contains("2026-03-29T03:30:00+02:00"), "\(skipped.stderr)")
         let twice = try health("add", "stepCount", "20", "--start", "2026-10-25T02:30", "--local")
         #expect(twice.status == 0 && twice.stderr.contains("happens twice"), "\(twice)")

@@ -18,11 +18,15 @@ import Testing
     }
 
     @Test func errorsHaveOneShapeWithConnectCodeNames() {
-        #expect(RPCError(.notFound, "no animal 42").outputJSON.serialized() == #"{"code":"not_found","message":"no animal 42"}"#)
-        #expect(StatusCode.all.map(\.connectName) == [
-            "ok", "canceled", "unknown", "invalid_argument", "deadline_exceeded", "not_found", "already_exists",
-            "permission_denied", "resource_exhausted", "failed_precondition", "aborted", "out_of_range", "unimplemented",
-            "internal", "unavailable", "data_loss", "unauthenticated",
-        ])
+        #expect(
+            RPCError(.notFound, "no animal 42").outputJSON.serialized()
+                == #"{"code":"not_found","message":"no animal 42"}"#)
+        #expect(
+            StatusCode.all.map(\.connectName) == [
+                "ok", "canceled", "unknown", "invalid_argument", "deadline_exceeded", "not_found", "already_exists",
+                "permission_denied", "resource_exhausted", "failed_precondition", "aborted", "out_of_range",
+                "unimplemented",
+                "internal", "unavailable", "data_loss", "unauthenticated",
+            ])
     }
 }

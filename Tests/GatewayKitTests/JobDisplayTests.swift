@@ -44,7 +44,9 @@ import Testing
             id: "j2", kind: "zoo.import", state: .failed, progress: 0.3,
             error: JobsV1.JobError(code: StatusCode.invalidArgument.rawValue, message: "broken.json: not JSON"))
         #expect(render([failed], terminal: false) == "30% failed\n")
-        #expect(throws: RPCError(.invalidArgument, "job j2 failed: broken.json: not JSON")) { _ = try failed.requireResult() }
+        #expect(throws: RPCError(.invalidArgument, "job j2 failed: broken.json: not JSON")) {
+            _ = try failed.requireResult()
+        }
         #expect(failed.summary == "job j2 (zoo.import) failed: INVALID_ARGUMENT: broken.json: not JSON")
         let running = JobsV1.Job(id: "j3", kind: "zoo.import", state: .running, progress: 0.25, message: "parsing")
         #expect(running.summary == "job j3 (zoo.import) running 25%: parsing")
@@ -59,7 +61,9 @@ import Testing
         #expect(json["state"] == .string("JOB_STATE_CANCELLED"))
         #expect(json["createdAt"]?.doubleValue == 0 && json["finishedAt"]?.doubleValue == 60)
         #expect(json["startedAt"] == nil, "an unset optional stays absent")
-        #expect(json["error"] == .object([JSONMember("code", .number(1)), JSONMember("message", .string("the job was cancelled"))]))
+        #expect(
+            json["error"]
+                == .object([JSONMember("code", .number(1)), JSONMember("message", .string("the job was cancelled"))]))
         #expect(JobsV1.JobState(name: "RUNNING") == .running)
         #expect(JobsV1.JobState(name: "unspecified") == nil)
     }
@@ -71,12 +75,17 @@ import Testing
 
     @Test func everySubcommandParses() throws {
         for arguments in [
-            ["list", "--job-state", "running", "--job-state", "failed", "--kind", "fake.x", "--page-size", "5", "--state", "/tmp"],
+            [
+                "list", "--job-state", "running", "--job-state", "failed", "--kind", "fake.x", "--page-size", "5",
+                "--state", "/tmp",
+            ],
             ["show", "j1", "--json"], ["watch", "j1", "--endpoint", "fake=127.0.0.1:1"], ["cancel", "j1"],
         ] {
             _ = try JobsCommands<Fake>.parseAsRoot(arguments)
         }
-        #expect(throws: (any Error).self) { _ = try JobsCommands<Fake>.parseAsRoot(["list", "--job-state", "sleeping"]) }
+        #expect(throws: (any Error).self) {
+            _ = try JobsCommands<Fake>.parseAsRoot(["list", "--job-state", "sleeping"])
+        }
         #expect(JobsCommands<Fake>.configuration.commandName == "jobs")
     }
 }

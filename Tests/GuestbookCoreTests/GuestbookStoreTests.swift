@@ -26,17 +26,24 @@ import Testing
 
     @Test func refusesNotesOutsideTheLimits() async throws {
         let store = try GuestbookStore.inMemory(using: .testBackend)
-        await expectError(.invalidArgument, naming: "text") { _ = try await store.add(animalID: 1, author: "Eva", text: "") }
-        await expectError(.invalidArgument, naming: "text") { _ = try await store.add(animalID: 1, author: "Eva", text: " \n\t") }
+        await expectError(.invalidArgument, naming: "text") {
+            _ = try await store.add(animalID: 1, author: "Eva", text: "")
+        }
+        await expectError(.invalidArgument, naming: "text") {
+            _ = try await store.add(animalID: 1, author: "Eva", text: " \n\t")
+        }
         await expectError(.invalidArgument, naming: "text") {
             _ = try await store.add(animalID: 1, author: "Eva", text: String(repeating: "ž", count: 501))
         }
         await expectError(.invalidArgument, naming: "author") {
             _ = try await store.add(animalID: 1, author: String(repeating: "a", count: 81), text: "hi")
         }
-        await expectError(.invalidArgument, naming: "animal_id") { _ = try await store.add(animalID: 0, author: "", text: "hi") }
+        await expectError(.invalidArgument, naming: "animal_id") {
+            _ = try await store.add(animalID: 0, author: "", text: "hi")
+        }
         // The limits themselves are allowed; an empty author is anonymous.
-        _ = try await store.add(animalID: 1, author: String(repeating: "a", count: 80), text: String(repeating: "ž", count: 500))
+        _ = try await store.add(
+            animalID: 1, author: String(repeating: "a", count: 80), text: String(repeating: "ž", count: 500))
         _ = try await store.add(animalID: 1, author: "", text: "hi")
         #expect(try await store.entries(animalID: 1, limit: 10).count == 2)
     }
@@ -45,16 +52,21 @@ import Testing
     @Test func countsScalarsNotCharacters() async throws {
         let store = try GuestbookStore.inMemory(using: .testBackend)
         let text = "a" + String(repeating: "\u{301}", count: 1_000_000)
-        await expectError(.invalidArgument, naming: "text") { _ = try await store.add(animalID: 1, author: "", text: text) }
+        await expectError(.invalidArgument, naming: "text") {
+            _ = try await store.add(animalID: 1, author: "", text: text)
+        }
     }
 
     @Test func storesAndReadsBackAcrossReopening() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("guestbook-\(UUID().uuidString).sqlite").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "guestbook-\(UUID().uuidString).sqlite"
+        ).path
         defer {
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         }
         let added = try await GuestbookStore(path: path).add(
-            animalID: 42, author: "Eva", text: "Žirafa se na mě podívala.", now: Date(timeIntervalSince1970: 1_700_000_000.5))
+            animalID: 42, author: "Eva", text: "Žirafa se na mě podívala.",
+            now: Date(timeIntervalSince1970: 1_700_000_000.5))
         #expect(added.createdMs == 1_700_000_000_500)
         let reopened = try GuestbookStore(path: path)
         #expect(try await reopened.entry(id: added.id) == added)
@@ -69,7 +81,9 @@ import Testing
         #expect(try await store.entries(animalID: 7, limit: 10) == [first, second, third])
         #expect(try await store.entries(animalID: 7, afterID: first.id, limit: 1) == [second])
         #expect(try await store.entries(animalID: 7, afterID: third.id, limit: 10).isEmpty)
-        await expectError(.invalidArgument, naming: "after_id") { _ = try await store.entries(animalID: 7, afterID: -1, limit: 1) }
+        await expectError(.invalidArgument, naming: "after_id") {
+            _ = try await store.entries(animalID: 7, afterID: -1, limit: 1)
+        }
     }
 
     @Test func anUnknownEntryIsNotFound() async throws {

@@ -31,7 +31,8 @@ struct Fixture {
 
 /// Expects `body` to fail with `code` and a message containing `naming` (the field at fault, or the id).
 func expectStatus(
-    _ code: StatusCode, naming: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void
+    _ code: StatusCode, naming: String, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () async throws -> Void
 ) async {
     do {
         try await body()
@@ -56,17 +57,27 @@ func expectStatus(
     /// The domain's errors reach the caller with their status and the field's name, no handler catching them.
     @Test func invalidInputIsInvalidArgumentNamingTheField() async throws {
         let guestbook = try Fixture().client
-        await expectStatus(.invalidArgument, naming: "text") { _ = try await guestbook.addEntry(.init(animalID: 1, author: "", text: "")) }
+        await expectStatus(.invalidArgument, naming: "text") {
+            _ = try await guestbook.addEntry(.init(animalID: 1, author: "", text: ""))
+        }
         await expectStatus(.invalidArgument, naming: "text") {
             _ = try await guestbook.addEntry(.init(animalID: 1, author: "", text: String(repeating: "x", count: 501)))
         }
         await expectStatus(.invalidArgument, naming: "author") {
             _ = try await guestbook.addEntry(.init(animalID: 1, author: String(repeating: "x", count: 81), text: "hi"))
         }
-        await expectStatus(.invalidArgument, naming: "animal_id") { _ = try await guestbook.addEntry(.init(animalID: -1, author: "", text: "hi")) }
-        await expectStatus(.invalidArgument, naming: "page_size") { _ = try await guestbook.listEntries(.init(animalID: 1, pageSize: 0)) }
-        await expectStatus(.invalidArgument, naming: "page_size") { _ = try await guestbook.listEntries(.init(animalID: 1, pageSize: 101)) }
-        await expectStatus(.invalidArgument, naming: "page_token") { _ = try await guestbook.listEntries(.init(animalID: 1, pageToken: "x")) }
+        await expectStatus(.invalidArgument, naming: "animal_id") {
+            _ = try await guestbook.addEntry(.init(animalID: -1, author: "", text: "hi"))
+        }
+        await expectStatus(.invalidArgument, naming: "page_size") {
+            _ = try await guestbook.listEntries(.init(animalID: 1, pageSize: 0))
+        }
+        await expectStatus(.invalidArgument, naming: "page_size") {
+            _ = try await guestbook.listEntries(.init(animalID: 1, pageSize: 101))
+        }
+        await expectStatus(.invalidArgument, naming: "page_token") {
+            _ = try await guestbook.listEntries(.init(animalID: 1, pageToken: "x"))
+        }
         await expectStatus(.invalidArgument, naming: "count") {
             for try await _ in guestbook.watchEntries(.init(animalID: 1, afterID: 0, count: 0)) {}
         }
@@ -80,7 +91,9 @@ func expectStatus(
     @Test func pagesThroughAnAnimalsEntries() async throws {
         let guestbook = try Fixture().client
         var added: [GuestbookV1.Entry] = []
-        for text in ["one", "two", "three"] { added.append(try await guestbook.addEntry(.init(animalID: 5, author: "", text: text))) }
+        for text in ["one", "two", "three"] {
+            added.append(try await guestbook.addEntry(.init(animalID: 5, author: "", text: text)))
+        }
         _ = try await guestbook.addEntry(.init(animalID: 6, author: "", text: "another animal"))
         let first = try await guestbook.listEntries(.init(animalID: 5, pageSize: 2))
         #expect(first.entries == Array(added[0..<2]))
@@ -97,7 +110,9 @@ func expectStatus(
         let before = try await guestbook.addEntry(.init(animalID: 9, author: "", text: "before"))
         let watch = Task {
             var seen: [GuestbookV1.Entry] = []
-            for try await entry in guestbook.watchEntries(.init(animalID: 9, afterID: 0, count: 2)) { seen.append(entry) }
+            for try await entry in guestbook.watchEntries(.init(animalID: 9, afterID: 0, count: 2)) {
+                seen.append(entry)
+            }
             return seen
         }
         try await Task.sleep(for: .milliseconds(50))
@@ -111,24 +126,34 @@ func expectStatus(
         let added = try await guestbook.addEntry(.init(animalID: 3, author: "", text: "Hroch."))
         _ = try await guestbook.deleteEntry(.init(id: added.id))
         await expectStatus(.notFound, naming: "\(added.id)") { _ = try await guestbook.getEntry(.init(id: added.id)) }
-        await expectStatus(.notFound, naming: "\(added.id)") { _ = try await guestbook.deleteEntry(.init(id: added.id)) }
+        await expectStatus(.notFound, naming: "\(added.id)") {
+            _ = try await guestbook.deleteEntry(.init(id: added.id))
+        }
     }
 
     /// CountEntries answers with a job whose result is the EntryCount; a bad animal id is the call's error, no job.
     @Test func countsAnAnimalsEntriesInAJob() async throws {
         let store = try GuestbookStore.inMemory(using: .testBackend)
-        let jobs = try await ServiceJobs(database: store.database, logger: Logger(label: "guestbook-test"), shutdownGrace: .seconds(1))
+        let jobs = try await ServiceJobs(
+            database: store.database, logger: Logger(label: "guestbook-test"), shutdownGrace: .seconds(1))
         let fixture = try Fixture(jobs: jobs, store: store)
-        for text in ["Žirafa.", "Žirafa jí."] { _ = try await fixture.client.addEntry(.init(animalID: 5, author: "", text: text)) }
+        for text in ["Žirafa.", "Žirafa jí."] {
+            _ = try await fixture.client.addEntry(.init(animalID: 5, author: "", text: text))
+        }
         let started = try await fixture.client.countEntries(.init(animalID: 5))
         #expect(started.kind == GuestbookService.countJobKind)
         var last: JobsV1.Job?
         for try await job in fixture.jobsClient.watchJob(.init(id: started.id)) { last = job }
         let result = try #require(last?.result, "\(String(describing: last))")
         #expect(last?.state == .succeeded && result.typeName == GuestbookV1.EntryCount.protoName)
-        #expect(try GuestbookV1.EntryCount(serializedBytes: result.value) == GuestbookV1.EntryCount(animalID: 5, count: 2))
-        await expectStatus(.invalidArgument, naming: "animal_id") { _ = try await fixture.client.countEntries(.init(animalID: 0)) }
+        #expect(
+            try GuestbookV1.EntryCount(serializedBytes: result.value) == GuestbookV1.EntryCount(animalID: 5, count: 2))
+        await expectStatus(.invalidArgument, naming: "animal_id") {
+            _ = try await fixture.client.countEntries(.init(animalID: 0))
+        }
         // Without a job runner (a server that runs none): FAILED_PRECONDITION, not a crash.
-        await expectStatus(.failedPrecondition, naming: "jobs") { _ = try await Fixture().client.countEntries(.init(animalID: 5)) }
+        await expectStatus(.failedPrecondition, naming: "jobs") {
+            _ = try await Fixture().client.countEntries(.init(animalID: 5))
+        }
     }
 }

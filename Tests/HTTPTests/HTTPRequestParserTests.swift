@@ -5,7 +5,9 @@ import Testing
 /// The parser is strict: what a lenient parser would guess at is refused with the status to answer,
 /// since a proxy in front might have guessed otherwise (request smuggling).
 @Suite struct HTTPRequestParserTests {
-    private func parse(_ text: String, limits: HTTPRequestParser.Limits = .init()) throws(HTTPParseError) -> [HTTPRequest] {
+    private func parse(_ text: String, limits: HTTPRequestParser.Limits = .init()) throws(HTTPParseError)
+        -> [HTTPRequest]
+    {
         var parser = HTTPRequestParser(limits: limits)
         parser.append(Array(text.utf8))
         var requests: [HTTPRequest] = []
@@ -23,7 +25,8 @@ import Testing
     }
 
     @Test func aRequestWithABody() throws {
-        let requests = try parse("POST /a.B/C?x=1 HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+        let requests = try parse(
+            "POST /a.B/C?x=1 HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
         #expect(requests.count == 1)
         let request = try #require(requests.first)
         #expect(request.method == "POST")
@@ -35,7 +38,8 @@ import Testing
     }
 
     @Test func pipelinedRequestsComeOutInOrder() throws {
-        let text = "GET /1 HTTP/1.1\r\nHost: h\r\n\r\nPOST /2 HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabcGET /3 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"
+        let text =
+            "GET /1 HTTP/1.1\r\nHost: h\r\n\r\nPOST /2 HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabcGET /3 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"
         let requests = try parse(text)
         #expect(requests.map(\.target) == ["/1", "/2", "/3"])
         #expect(requests[1].body == Array("abc".utf8))
@@ -43,7 +47,8 @@ import Testing
     }
 
     @Test func aRequestArrivingByteByByte() throws {
-        let text = "POST /x HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;ext=1\r\nde\r\n0\r\nTrailer: t\r\n\r\n"
+        let text =
+            "POST /x HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;ext=1\r\nde\r\n0\r\nTrailer: t\r\n\r\n"
         var parser = HTTPRequestParser()
         var requests: [HTTPRequest] = []
         for byte in text.utf8 {
@@ -84,11 +89,20 @@ import Testing
         ("a control character in a value", "GET / HTTP/1.1\r\nHost: h\r\nX: a\u{01}b\r\n\r\n"),
         ("a negative Content-Length", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n"),
         ("a Content-Length with a sign", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: +1\r\n\r\nx"),
-        ("conflicting Content-Lengths", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxy"),
-        ("Content-Length and Transfer-Encoding", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+        (
+            "conflicting Content-Lengths",
+            "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxy"
+        ),
+        (
+            "Content-Length and Transfer-Encoding",
+            "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        ),
         ("a malformed chunk size", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"),
         ("a chunk without its CRLF", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n"),
-        ("an oversized chunk-size field", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1000000000\r\n"),
+        (
+            "an oversized chunk-size field",
+            "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1000000000\r\n"
+        ),
     ])
     func malformedRequestsAre400(_ reason: String, _ text: String) {
         #expect(status(of: text) == 400, "\(reason)")
@@ -102,7 +116,10 @@ import Testing
         #expect(status(of: "GET / HTTP/1.1\r\nX: \(String(repeating: "a", count: 300))", limits: limits) == 431)
         #expect(status(of: "GET / HTTP/1.1\r\nHost: h\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n", limits: limits) == 431)
         #expect(status(of: "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\n", limits: limits) == 413)
-        #expect(status(of: "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n12345678\r\n8\r\n", limits: limits) == 413)
+        #expect(
+            status(
+                of: "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n12345678\r\n8\r\n",
+                limits: limits) == 413)
         #expect(status(of: "GET / HTTP/2.0\r\nHost: h\r\n\r\n") == 505)
         #expect(status(of: "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n") == 501)
     }
@@ -119,8 +136,9 @@ import Testing
 
     @Test func responsesSerialize() {
         let response = HTTPResponse(status: 404, headers: ["Content-Type": "application/json"], body: Array("{}".utf8))
-        #expect(String(decoding: response.serialized(closing: false), as: UTF8.self)
-            == "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+        #expect(
+            String(decoding: response.serialized(closing: false), as: UTF8.self)
+                == "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
         #expect(HTTPResponse.chunk(Array("abc".utf8)) == Array("3\r\nabc\r\n".utf8))
     }
 
@@ -129,7 +147,10 @@ import Testing
     @Test(arguments: [false, true])
     func aStreamedBodyComesOutInPartsAndTheNextRequestAfterIt(_ chunked: Bool) throws {
         var parser = HTTPRequestParser(limits: .init(maxBodyBytes: 4))
-        let framing = chunked ? "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n4;x=y\r\ndefg\r\n0\r\nT: v\r\n\r\n" : "Content-Length: 7\r\n\r\nabcdefg"
+        let framing =
+            chunked
+            ? "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n4;x=y\r\ndefg\r\n0\r\nT: v\r\n\r\n"
+            : "Content-Length: 7\r\n\r\nabcdefg"
         let text = "POST /s HTTP/1.1\r\nHost: h\r\n" + framing + "GET /next HTTP/1.1\r\nHost: h\r\n\r\n"
         let bytes = Array(text.utf8)
         let split = bytes.firstIndex(of: UInt8(ascii: "b"))!

@@ -1,8 +1,9 @@
 import Dqlite
 import Foundation
 import Storage
-import Testing
 import TestSupport
+import Testing
+
 @testable import HealthCore
 
 /// What replication costs a health push: 4,300 samples (about a day of a phone's and a watch's records) in one
@@ -29,12 +30,15 @@ import TestSupport
         let result = try store.add(batch, user: user)
         let seconds = (ContinuousClock.now - started) / .seconds(1)
         #expect(result.anchor > 0)
-        let stored = try store.database.read { try $0.queryOne("SELECT count(*) FROM samples WHERE user_id = ?", [user])?.int(0) ?? 0 }
+        let stored = try store.database.read {
+            try $0.queryOne("SELECT count(*) FROM samples WHERE user_id = ?", [user])?.int(0) ?? 0
+        }
         return (seconds, stored)
     }
 
     @Test func pushOf4300SamplesOnOneSQLiteFileAndOnThreeDqliteNodes() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("BackendCost-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "BackendCost-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
 
@@ -53,7 +57,8 @@ import TestSupport
         print(
             "health push of \(Self.count) samples: SQLite file \(ms(onFile.seconds)), 3 dqlite nodes \(ms(onCluster.seconds)) "
                 + "(\(String(format: "%.1f", onCluster.seconds / onFile.seconds))×), 3 dqlite nodes over TLS \(ms(overTLS.seconds)) "
-                + "(\(String(format: "%.2f", overTLS.seconds / onCluster.seconds))× plaintext's); debug build, one machine")
+                + "(\(String(format: "%.2f", overTLS.seconds / onCluster.seconds))× plaintext's); debug build, one machine"
+        )
     }
 
     /// The push into a fresh three-node cluster in this process (over `tls` when given).
@@ -62,12 +67,15 @@ import TestSupport
         let addresses = (0..<3).map { "127.0.0.1:\(base + $0)" }
         let replicas = try addresses.map { address in
             try DqliteReplica(
-                addresses: addresses, ownAddress: address, dataDirectory: directory.appendingPathComponent(address).path,
-                database: "health", networkLatency: .milliseconds(10), leaderWait: TestTime.scaled(.seconds(20)), tls: tls)
+                addresses: addresses, ownAddress: address,
+                dataDirectory: directory.appendingPathComponent(address).path,
+                database: "health", networkLatency: .milliseconds(10), leaderWait: TestTime.scaled(.seconds(20)),
+                tls: tls)
         }
         defer { for replica in replicas { try? replica.stop() } }
         let client = try DqliteClient(
-            addresses: addresses, database: "health", callTimeout: TestTime.scaled(.seconds(5)), leaderWait: TestTime.scaled(.seconds(10)), tls: tls)
+            addresses: addresses, database: "health", callTimeout: TestTime.scaled(.seconds(5)),
+            leaderWait: TestTime.scaled(.seconds(10)), tls: tls)
         return try push(into: HealthStore(database: try Database(cluster: client, migrations: HealthSchema.migrations)))
     }
 }

@@ -2,12 +2,15 @@ import Foundation
 import StorageTestSupport
 import TestSupport
 import Testing
+
 @testable import HealthCore
 
 /// An export as Apple writes them, with the mess the real files carry.
 enum ExportFixture {
-    static let device = "&lt;&lt;HKDevice: 0x283e3c0a0&gt;, name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch6,2, software:10.4&gt;"
-    static let phone = "&lt;&lt;HKDevice: 0x283e3c1b0&gt;, name:iPhone, manufacturer:Apple Inc., model:iPhone, hardware:iPhone15,2, software:17.4&gt;"
+    static let device =
+        "&lt;&lt;HKDevice: 0x283e3c0a0&gt;, name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch6,2, software:10.4&gt;"
+    static let phone =
+        "&lt;&lt;HKDevice: 0x283e3c1b0&gt;, name:iPhone, manufacturer:Apple Inc., model:iPhone, hardware:iPhone15,2, software:17.4&gt;"
     static func sleep(_ value: String, _ start: String, _ end: String) -> String {
         #" <Record type="HKCategoryTypeIdentifierSleepAnalysis" sourceName="Jana’s Apple Watch" sourceVersion="10.4" device="\#(device)" creationDate="2026-05-01 06:30:00 +0200" startDate="\#(start)" endDate="\#(end)" value="HKCategoryValueSleepAnalysis\#(value)"/>"#
     }
@@ -123,7 +126,9 @@ enum ExportFixture {
         let report = try importer.importFile(atPath: path) { read, total in reports.append((read, total)) }
         #expect(report.added == 10)
         #expect(Set(reports.map(\.0)).count > 3, "\(reports)")
-        #expect(reports.map(\.0) == reports.map(\.0).sorted() && reports.last?.0 == size && reports.allSatisfy { $0.1 == size })
+        #expect(
+            reports.map(\.0) == reports.map(\.0).sorted() && reports.last?.0 == size
+                && reports.allSatisfy { $0.1 == size })
     }
 
     @Test func theRealFilesMessImports() throws {
@@ -141,7 +146,12 @@ enum ExportFixture {
         let steps = try store.samples(SampleQuery(types: [.stepCount]), user: user)
         #expect(steps.map(\.start) == [T.ms("2026-05-01T16:00:00Z"), T.ms("2026-05-01T16:02:00Z")])
         #expect(steps.map(\.timeZone) == ["-0700", "America/Los_Angeles"])  // each keeps its zone
-        #expect(steps[1].metadata.contains(MetadataEntry("HKDevice", "<<HKDevice: 0x283e3c0a0>, name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch6,2, software:10.4>")))
+        #expect(
+            steps[1].metadata.contains(
+                MetadataEntry(
+                    "HKDevice",
+                    "<<HKDevice: 0x283e3c0a0>, name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch6,2, software:10.4>"
+                )))
         #expect(steps[1].metadata.contains(MetadataEntry("HKTimeZone", "America/Los_Angeles")))
         #expect(steps[0].source == "Jana’s iPhone")
 
@@ -151,17 +161,21 @@ enum ExportFixture {
         let mass = try store.samples(SampleQuery(types: [.bodyMass]), user: user)
         #expect(abs(mass[0].value - 154.3 * 0.45359237) < 1e-9)
         #expect(mass[0].source == "Scale & Co")
-        let pressure = try store.samples(SampleQuery(types: [.bloodPressureSystolic, .bloodPressureDiastolic]), user: user)
+        let pressure = try store.samples(
+            SampleQuery(types: [.bloodPressureSystolic, .bloodPressureDiastolic]), user: user)
         #expect(Set(pressure.map(\.value)) == [121, 79])
 
         // Sleep: merged, the duplicate and the in-bed time do not add up: 23:00–04:00 asleep.
         let sleep = try store.statistics(
-            StatisticsRequest(type: .sleepAnalysis, from: T.ms("2026-04-30T12:00:00Z"), to: T.ms("2026-05-01T12:00:00Z"), unit: .hour), user: user)
+            StatisticsRequest(
+                type: .sleepAnalysis, from: T.ms("2026-04-30T12:00:00Z"), to: T.ms("2026-05-01T12:00:00Z"), unit: .hour),
+            user: user)
         #expect(sleep.buckets.map(\.sum) == [5])
         // Steps: the watch's 400 over 09:02–09:09 and the iPhone's 3 uncovered minutes of 10 (126).
         let steps1 = try store.statistics(
-            StatisticsRequest(type: .stepCount, from: T.ms("2026-05-01T00:00:00Z"), to: T.ms("2026-05-02T00:00:00Z"),
-                              sourcePriority: ["Jana’s Apple Watch", "Jana’s iPhone"]), user: user)
+            StatisticsRequest(
+                type: .stepCount, from: T.ms("2026-05-01T00:00:00Z"), to: T.ms("2026-05-02T00:00:00Z"),
+                sourcePriority: ["Jana’s Apple Watch", "Jana’s iPhone"]), user: user)
         #expect(abs((steps1.buckets.first?.sum ?? 0) - 526) < 1e-9)
     }
 
@@ -186,34 +200,37 @@ enum ExportFixture {
     @Test func aMalformedFileImportsNothingAndNamesTheLine() throws {
         let cases: [(String, String, String, Int)] = [
             // (what to replace, with what, text that starts the line to report, lines after it)
-            (#"value="250">"#, #"value="250""#, "HKQuantityTypeIdentifierDietaryWater", 1),  // unclosed: '<' on the next line
+            // unclosed: '<' on the next line
+            (#"value="250">"#, #"value="250""#, "HKQuantityTypeIdentifierDietaryWater", 1),
             (" </Correlation>", " </Record>", " </Record>\n <Workout", 0),
-            (#"startDate="2026-05-01 07:00:00 +0200" endDate="2026-05-01 07:00:00 +0200" value="154.3""#,
-             #"startDate="yesterday" endDate="2026-05-01 07:00:00 +0200" value="154.3""#, "yesterday", 0),
+            (
+                #"startDate="2026-05-01 07:00:00 +0200" endDate="2026-05-01 07:00:00 +0200" value="154.3""#,
+                #"startDate="yesterday" endDate="2026-05-01 07:00:00 +0200" value="154.3""#, "yesterday", 0
+            ),
             (#"value="72">"#, #"value="seventy-two">"#, "seventy-two", 0),
             (#"sourceName="Scale &amp; Co""#, #"sourceName="Scale & Co""#, "Scale & Co", 0),
             ("</HealthData>", "", "", 0),
         ]
         // In batches of one, the writer has written the samples before the error when the parser meets it.
         for batchSize in [2048, 1] {
-        for (old, new, marker, offset) in cases {
-            #expect(ExportFixture.text.contains(old), "\(old)")
-            let broken = ExportFixture.text.replacingOccurrences(of: old, with: new)
-            do {
-                _ = try importText(broken, batchSize: batchSize)
-                Issue.record("imported a file with \(new)")
-            } catch let error as HealthError {
-                #expect(error.category == .invalidArgument)
-                if !marker.isEmpty {
-                    let start = broken.range(of: marker)!.lowerBound
-                    let line = broken[..<start].filter { $0 == "\n" }.count + 1 + offset
-                    #expect(error.message.contains("line \(line):"), "\(error.message)")
+            for (old, new, marker, offset) in cases {
+                #expect(ExportFixture.text.contains(old), "\(old)")
+                let broken = ExportFixture.text.replacingOccurrences(of: old, with: new)
+                do {
+                    _ = try importText(broken, batchSize: batchSize)
+                    Issue.record("imported a file with \(new)")
+                } catch let error as HealthError {
+                    #expect(error.category == .invalidArgument)
+                    if !marker.isEmpty {
+                        let start = broken.range(of: marker)!.lowerBound
+                        let line = broken[..<start].filter { $0 == "\n" }.count + 1 + offset
+                        #expect(error.message.contains("line \(line):"), "\(error.message)")
+                    }
+                    #expect(error.message.contains("nothing was imported"))
                 }
-                #expect(error.message.contains("nothing was imported"))
+                #expect(try store.samples(SampleQuery(), user: user).isEmpty)
+                #expect(try store.anchor(user: user) == 0)
             }
-            #expect(try store.samples(SampleQuery(), user: user).isEmpty)
-            #expect(try store.anchor(user: user) == 0)
-        }
         }
     }
 
@@ -224,7 +241,9 @@ enum ExportFixture {
         let lines = csv.components(separatedBy: "\r\n").filter { !$0.isEmpty }
         #expect(lines.count == 3)
         #expect(lines[0] == "uuid,type,start,end,value,unit,source,time_zone")
-        #expect(lines[1].hasSuffix(",stepCount,2026-05-01T09:00:00-07:00,2026-05-01T09:10:00-07:00,420.0,count,Jana’s iPhone,-0700"))
+        #expect(
+            lines[1].hasSuffix(
+                ",stepCount,2026-05-01T09:00:00-07:00,2026-05-01T09:10:00-07:00,420.0,count,Jana’s iPhone,-0700"))
         #expect(lines[2].contains("2026-05-01T09:02:00-07:00"))
         var water = ""
         try store.exportCSV(type: .dietaryWater, user: user, unit: .liter) { water += $0 }
@@ -252,7 +271,10 @@ enum ExportFixture {
         #expect(handoff.outcome == nil, "the parser waits for room")
         handoff.cancel()
         handoff.waitUntilParserEnded()
-        guard case .failure(let error) = handoff.outcome else { Issue.record("the parser was not stopped"); return }
+        guard case .failure(let error) = handoff.outcome else {
+            Issue.record("the parser was not stopped")
+            return
+        }
         #expect(error is ImportCancelled)
         #expect(handoff.next() == nil)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import HealthCore
 
 /// Issue 39: `2026-03-29T02:30` in Prague (skipped) was stored as 03:30 and `2026-10-25T02:30` (twice) as +01:00,
@@ -11,14 +12,18 @@ import Testing
         let resolved = LocalTime.resolve(wall: wall("2026-03-29T02:30:00"), in: T.prague)
         #expect(resolved.instant == T.ms("2026-03-29T03:30:00+02:00"))
         #expect(resolved.note?.contains("does not exist in Europe/Prague") == true, "\(resolved.note ?? "")")
-        #expect(resolved.note?.contains("2026-03-29T03:30:00+02:00") == true && resolved.note?.contains("60 minutes") == true)
+        #expect(
+            resolved.note?.contains("2026-03-29T03:30:00+02:00") == true
+                && resolved.note?.contains("60 minutes") == true)
     }
 
     @Test func aTimeShownTwiceTakesTheEarlierOffsetWithANote() {
         let resolved = LocalTime.resolve(wall: wall("2026-10-25T02:30:00"), in: T.prague)
         #expect(resolved.instant == T.ms("2026-10-25T02:30:00+02:00"))
-        #expect(resolved.note?.contains("happens twice") == true && resolved.note?.contains("2026-10-25T02:30:00+01:00") == true,
-                "\(resolved.note ?? "")")
+        #expect(
+            resolved.note?.contains("happens twice") == true
+                && resolved.note?.contains("2026-10-25T02:30:00+01:00") == true,
+            "\(resolved.note ?? "")")
     }
 
     @Test func ordinaryTimesHaveNoNote() {
@@ -31,7 +36,8 @@ import Testing
             #expect(resolved.instant == T.ms(instant) && resolved.note == nil, "\(text): \(resolved)")
         }
         // Lord Howe's half-hour change and a zone without DST.
-        let lordHowe = LocalTime.resolve(wall: wall("2026-10-04T02:15:00"), in: TimeZone(identifier: "Australia/Lord_Howe")!)
+        let lordHowe = LocalTime.resolve(
+            wall: wall("2026-10-04T02:15:00"), in: TimeZone(identifier: "Australia/Lord_Howe")!)
         #expect(lordHowe.instant == T.ms("2026-10-04T02:45:00+11:00") && lordHowe.note != nil, "\(lordHowe)")
         #expect(LocalTime.resolve(wall: wall("2026-03-29T02:30:00"), in: T.utc).note == nil)
     }

@@ -1,6 +1,7 @@
 import Base
 import Foundation
 import Testing
+
 @testable import HealthCore
 
 @Suite struct UnitTests {
@@ -31,7 +32,8 @@ import Testing
         let water = try HealthSample(type: .dietaryWater, value: 0.25, unit: .liter, start: 0, end: 0, source: "x")
         #expect(water.value == 250)
         #expect(try water.value(in: .liter) == 0.25)
-        let fever = try HealthSample(type: .bodyTemperature, value: 100.4, unit: .fahrenheit, start: 0, end: 0, source: "x")
+        let fever = try HealthSample(
+            type: .bodyTemperature, value: 100.4, unit: .fahrenheit, start: 0, end: 0, source: "x")
         #expect(abs(fever.value - 38) < 1e-9)
     }
 
@@ -57,7 +59,9 @@ import Testing
     }
 
     @Test func reasonsAreNamed() {
-        #expect(failure(T.sample(.stepCount, 10, "2026-05-01T10:00:00Z", "2026-05-01T09:00:00Z"))?.message.contains("before start") == true)
+        #expect(
+            failure(T.sample(.stepCount, 10, "2026-05-01T10:00:00Z", "2026-05-01T09:00:00Z"))?.message.contains(
+                "before start") == true)
         #expect(failure(T.sample(.stepCount, .nan, "2026-05-01T10:00:00Z"))?.message.contains("finite") == true)
         #expect(failure(T.sample(.stepCount, .infinity, "2026-05-01T10:00:00Z")) != nil)
         #expect(failure(T.sample(.stepCount, -1, "2026-05-01T10:00:00Z"))?.message.contains("outside") == true)
@@ -67,7 +71,9 @@ import Testing
         #expect(failure(T.sample(.sleepAnalysis, 6, "2026-05-01T10:00:00Z"))?.message.contains("outside") == true)
         #expect(failure(T.sample(.sleepAnalysis, 2.5, "2026-05-01T10:00:00Z"))?.message.contains("category") == true)
         #expect(failure(T.sample(.sleepAnalysis, 5, "2026-05-01T10:00:00Z")) == nil)
-        #expect(failure(T.sample(.stepCount, 1, "2026-05-01T10:00:00Z", zone: "Mars/Olympus"))?.message.contains("zone") == true)
+        #expect(
+            failure(T.sample(.stepCount, 1, "2026-05-01T10:00:00Z", zone: "Mars/Olympus"))?.message.contains("zone")
+                == true)
         #expect(failure(T.sample(.stepCount, 1, "2026-05-01T10:00:00Z", zone: "-0700")) == nil)
         var seconds = T.sample(.stepCount, 1, "2026-05-01T10:00:00Z")
         seconds.start = 1_777_000_000_000_000  // microseconds sent as milliseconds
@@ -108,7 +114,10 @@ import Testing
         #expect(export?.offset == -25200)
         #expect(Timestamps.parse("2026-05-01T09:14:23.250+02:00")?.0 == T.ms("2026-05-01T07:14:23.250Z"))
         #expect(Timestamps.parse("1969-12-31T23:59:59Z")?.0 == -1000)
-        for garbage in ["2026-13-01 00:00:00 +0000", "2026-02-30T00:00:00Z", "2026-05-01", "yesterday", "2026-05-01T25:00:00Z", "2026-05-01T10:00:00"] {
+        for garbage in [
+            "2026-13-01 00:00:00 +0000", "2026-02-30T00:00:00Z", "2026-05-01", "yesterday", "2026-05-01T25:00:00Z",
+            "2026-05-01T10:00:00",
+        ] {
             #expect(Timestamps.parse(garbage) == nil, "\(garbage)")
         }
     }

@@ -3,6 +3,7 @@ import Foundation
 import Storage
 import StorageTestSupport
 import Testing
+
 @testable import HealthCore
 
 /// Quick looks at the paths the issue sets goals for. They print figures (debug builds are several times
@@ -39,7 +40,10 @@ import Testing
             batch.reserveCapacity(10_000)
             for minute in 0..<minutes {
                 let at = start + Int64(minute) * 60_000
-                batch.append(HealthSample(type: .stepCount, value: Double(minute % 7), start: at, end: at + 60_000, source: "Apple Watch"))
+                batch.append(
+                    HealthSample(
+                        type: .stepCount, value: Double(minute % 7), start: at, end: at + 60_000, source: "Apple Watch")
+                )
                 if batch.count == 10_000 || minute == minutes - 1 {
                     _ = try store.add(batch, user: user)
                     batch.removeAll(keepingCapacity: true)
@@ -64,12 +68,15 @@ import Testing
 
     @Test func importOfAGeneratedExport() throws {
         let records = Self.full ? 50_000 : 5_000
-        var text = ExportFixture.text.components(separatedBy: "<HealthData locale=\"en_US\">")[0] + "<HealthData locale=\"en_US\">\n"
+        var text =
+            ExportFixture.text.components(separatedBy: "<HealthData locale=\"en_US\">")[0]
+            + "<HealthData locale=\"en_US\">\n"
         for index in 0..<records {
             let minute = index % 1440, day = 1 + index / 1440 % 28
             let time = String(format: "2026-02-%02d %02d:%02d:00 +0100", day, minute / 60, minute % 60)
             let end = String(format: "2026-02-%02d %02d:%02d:59 +0100", day, minute / 60, minute % 60)
-            text += #" <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Jana’s Apple Watch" sourceVersion="10.4" device="\#(ExportFixture.device)" unit="count" creationDate="\#(time)" startDate="\#(time)" endDate="\#(end)" value="\#(index % 90 + index / 40_320)">"#
+            text +=
+                #" <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Jana’s Apple Watch" sourceVersion="10.4" device="\#(ExportFixture.device)" unit="count" creationDate="\#(time)" startDate="\#(time)" endDate="\#(end)" value="\#(index % 90 + index / 40_320)">"#
             text += "\n  <MetadataEntry key=\"HKTimeZone\" value=\"Europe/Prague\"/>\n </Record>\n"
         }
         text += "</HealthData>\n"
@@ -78,7 +85,9 @@ import Testing
         let store = try HealthStore.inMemory(using: .testBackend)
         let user = try store.createUser(name: "importer").user.id
         var report = ImportReport()
-        let elapsed = try Self.seconds { report = try HealthExportImporter(store: store, user: user).importFile(atPath: path) }
+        let elapsed = try Self.seconds {
+            report = try HealthExportImporter(store: store, user: user).importFile(atPath: path)
+        }
         #expect(report.records == records)
         #expect(report.added + report.duplicates == records)
         print(
@@ -91,10 +100,13 @@ import Testing
         let user = try server.createUser(name: "phone").user.id
         let device = try DeviceStore.inMemory(using: .testBackend)
         let start = T.ms("2026-01-01T00:00:00Z")
-        _ = try device.add((0..<4300).map { index in
-            HealthSample(type: index % 2 == 0 ? .dietaryWater : .stepCount, value: 100, start: start + Int64(index) * 600_000,
-                         end: start + Int64(index) * 600_000 + 60_000, source: "iPhone")
-        })
+        _ = try device.add(
+            (0..<4300).map { index in
+                HealthSample(
+                    type: index % 2 == 0 ? .dietaryWater : .stepCount, value: 100,
+                    start: start + Int64(index) * 600_000,
+                    end: start + Int64(index) * 600_000 + 60_000, source: "iPhone")
+            })
         let sync = HealthSync(device: device, remote: InProcessRemote(server: server, user: user))
         var report = SyncReport()
         let first = try await Self.seconds { report = try await sync.run() }

@@ -1,6 +1,7 @@
 import Foundation
 import StorageTestSupport
 import Testing
+
 @testable import HealthCore
 
 /// Issue 39: `list` stopped at the 1,000 oldest samples without a word. Pages carry the cursor of the next.
@@ -10,13 +11,15 @@ import Testing
         let user = try store.createUser(name: "alice").user.id
         // 25 samples, several at the same instant (the cursor's UUID breaks the tie).
         let samples = (0..<25).map { index in
-            T.sample(.stepCount, Double(index), Timestamps.format(T.ms("2026-05-01T09:00:00Z") + Int64(index / 3) * 60_000))
+            T.sample(
+                .stepCount, Double(index), Timestamps.format(T.ms("2026-05-01T09:00:00Z") + Int64(index / 3) * 60_000))
         }
         _ = try store.add(samples, user: user)
         for ascending in [false, true] {
             var seen: [HealthSample] = [], cursor: SampleCursor?, pages = 0
             repeat {
-                let page = try store.page(SampleQuery(types: [.stepCount], limit: 10, ascending: ascending, after: cursor), user: user)
+                let page = try store.page(
+                    SampleQuery(types: [.stepCount], limit: 10, ascending: ascending, after: cursor), user: user)
                 seen += page.samples
                 cursor = page.next
                 pages += 1

@@ -1,6 +1,7 @@
 import Foundation
 import StorageTestSupport
 import Testing
+
 @testable import HealthCore
 
 /// Statistics over partial ranges against a brute-force oracle that knows nothing of the store, its cells or
@@ -18,20 +19,34 @@ import Testing
         user = try store.createUser(name: "alice").user.id
         var random = Generator(seed: 39)
         var made: [HealthSample] = []
-        for (from, to) in [("2026-03-25T00:00:00Z", "2026-04-03T00:00:00Z"), ("2026-10-22T00:00:00Z", "2026-11-04T00:00:00Z")] {
+        for (from, to) in [
+            ("2026-03-25T00:00:00Z", "2026-04-03T00:00:00Z"), ("2026-10-22T00:00:00Z", "2026-11-04T00:00:00Z"),
+        ] {
             let start = T.ms(from), span = T.ms(to) - start
             for index in 0..<1500 {
                 let begin: Int64, length: Int64
                 switch index % 3 {
-                case 0: begin = start + random.below(span / 60_000) * 60_000; length = 60_000
-                case 1: begin = start + random.below(span); length = 1 + random.below(3 * 3_600_000)
-                default: begin = start + random.below(span); length = 0
+                case 0:
+                    begin = start + random.below(span / 60_000) * 60_000
+                    length = 60_000
+                case 1:
+                    begin = start + random.below(span)
+                    length = 1 + random.below(3 * 3_600_000)
+                default:
+                    begin = start + random.below(span)
+                    length = 0
                 }
-                made.append(HealthSample(type: .stepCount, value: Double(1 + random.below(200)), start: begin, end: begin + length, source: "iPhone"))
+                made.append(
+                    HealthSample(
+                        type: .stepCount, value: Double(1 + random.below(200)), start: begin, end: begin + length,
+                        source: "iPhone"))
             }
             for _ in 0..<500 {
                 let begin = start + random.below(span)
-                made.append(HealthSample(type: .heartRate, value: Double(40 + random.below(140)), start: begin, end: begin, source: "Watch"))
+                made.append(
+                    HealthSample(
+                        type: .heartRate, value: Double(40 + random.below(140)), start: begin, end: begin,
+                        source: "Watch"))
             }
         }
         samples = made
@@ -54,7 +69,8 @@ import Testing
             let edges = Self.edges(from: T.ms(from), to: T.ms(to), interval)
             for type in [HealthType.stepCount, .heartRate] {
                 let result = try store.statistics(
-                    StatisticsRequest(type: type, from: T.ms(from), to: T.ms(to), interval: interval, timeZone: T.prague), user: user)
+                    StatisticsRequest(
+                        type: type, from: T.ms(from), to: T.ms(to), interval: interval, timeZone: T.prague), user: user)
                 let label = "\(type.rawValue) \(from)–\(to) by \(interval?.rawValue ?? "range")"
                 #expect(result.buckets.map(\.start) == Array(edges.dropLast()), "\(label)")
                 #expect(result.buckets.map(\.end) == Array(edges.dropFirst()), "\(label)")
@@ -63,10 +79,15 @@ import Testing
                     let expected = oracle(type, edges[index], edges[index + 1])
                     #expect(bucket.count == expected.count, "\(label) bucket \(index)")
                     if type == .stepCount {
-                        #expect(abs((bucket.sum ?? -1) - expected.sum) < 1e-6, "\(label) bucket \(index): \(bucket.sum ?? -1) vs \(expected.sum)")
+                        #expect(
+                            abs((bucket.sum ?? -1) - expected.sum) < 1e-6,
+                            "\(label) bucket \(index): \(bucket.sum ?? -1) vs \(expected.sum)")
                     } else {
-                        #expect(bucket.minimum == expected.minimum && bucket.maximum == expected.maximum, "\(label) bucket \(index)")
-                        #expect(abs((bucket.average ?? -1) - (expected.average ?? -1)) < 1e-9, "\(label) bucket \(index)")
+                        #expect(
+                            bucket.minimum == expected.minimum && bucket.maximum == expected.maximum,
+                            "\(label) bucket \(index)")
+                        #expect(
+                            abs((bucket.average ?? -1) - (expected.average ?? -1)) < 1e-9, "\(label) bucket \(index)")
                     }
                 }
             }
@@ -90,7 +111,10 @@ import Testing
                 values.append(sample.value)
             }
         }
-        return (sum, values.count, values.isEmpty ? nil : values.reduce(0, +) / Double(values.count), values.min(), values.max())
+        return (
+            sum, values.count, values.isEmpty ? nil : values.reduce(0, +) / Double(values.count), values.min(),
+            values.max()
+        )
     }
 
     /// Prague's offset in 2026 at a UTC instant: CET, CEST from 29 March 01:00 UTC, CET from 25 October 01:00 UTC.
@@ -115,7 +139,9 @@ import Testing
             for number in (from / day - 1)...(to / day + 1) {
                 let date = Timestamps.civil(days: Int(number))
                 let monday = (number + 3) % 7 == 0  // 1970-01-01 was a Thursday
-                guard interval == .day || (interval == .week && monday) || (interval == .month && date.day == 1) else { continue }
+                guard interval == .day || (interval == .week && monday) || (interval == .month && date.day == 1) else {
+                    continue
+                }
                 let instant = utc(localMidnight: number * day)
                 if instant > from, instant < to { starts.append(instant) }
             }

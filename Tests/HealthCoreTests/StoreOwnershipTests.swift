@@ -2,6 +2,7 @@ import Foundation
 import Storage
 import StorageTestSupport
 import Testing
+
 @testable import HealthCore
 
 /// A device store belongs to the account that first synced it, on the device and on the server, and stores and
@@ -20,7 +21,11 @@ import Testing
     func owner(_ user: HealthUser) -> StoreOwner { StoreOwner(id: user.id, name: user.name) }
     func remote(_ user: HealthUser) -> InProcessRemote { InProcessRemote(server: server, user: user.id) }
     func steps(_ count: Int) -> [HealthSample] {
-        (0..<count).map { HealthSample(type: .stepCount, value: 10, start: T.ms("2026-05-01T08:00:00Z") + Int64($0) * 60_000, end: T.ms("2026-05-01T08:01:00Z") + Int64($0) * 60_000, source: "iPhone") }
+        (0..<count).map {
+            HealthSample(
+                type: .stepCount, value: 10, start: T.ms("2026-05-01T08:00:00Z") + Int64($0) * 60_000,
+                end: T.ms("2026-05-01T08:01:00Z") + Int64($0) * 60_000, source: "iPhone")
+        }
     }
 
     static func permissionDenied(_ body: () async throws -> Void) async -> HealthError? {
@@ -41,9 +46,15 @@ import Testing
         #expect(try phone.isOwnerToken("t-alice") && !phone.isOwnerToken("t-bob"))
 
         // The device refuses before any call; the server refuses a sync that skips the device's check.
-        let local = await Self.permissionDenied { _ = try await HealthSync(device: phone, remote: remote(bob), account: owner(bob)).run() }
-        #expect(local?.message.contains("belongs to alice") == true && local?.message.contains("--store PATH") == true, "\(String(describing: local))")
-        let byServer = await Self.permissionDenied { _ = try await HealthSync(device: phone, remote: remote(bob)).run() }
+        let local = await Self.permissionDenied {
+            _ = try await HealthSync(device: phone, remote: remote(bob), account: owner(bob)).run()
+        }
+        #expect(
+            local?.message.contains("belongs to alice") == true && local?.message.contains("--store PATH") == true,
+            "\(String(describing: local))")
+        let byServer = await Self.permissionDenied {
+            _ = try await HealthSync(device: phone, remote: remote(bob)).run()
+        }
         #expect(byServer?.message.contains("belongs to alice") == true, "\(String(describing: byServer))")
         #expect(try server.sampleCount(user: bob.id) == 0)
         // The same user by another token (no token at all here) still syncs.
@@ -61,7 +72,8 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ownership-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let serverPath = directory.appendingPathComponent("health.sqlite").path, devicePath = directory.appendingPathComponent("device.sqlite").path
+        let serverPath = directory.appendingPathComponent("health.sqlite").path,
+            devicePath = directory.appendingPathComponent("device.sqlite").path
         try Self.writeVersion1(server: serverPath, device: devicePath)
         let upgraded = try HealthStore(path: serverPath)
         try upgraded.bindStore(device: "phone", user: 1)
@@ -82,7 +94,8 @@ import Testing
         try old.write { db in
             try db.execute("INSERT INTO users (id, name, created_ms) VALUES (1, 'alice', 0), (2, 'bob', 0)")
             try db.execute(
-                "INSERT INTO push_cursors (user_id, device, scope, anchor) VALUES (1, 'phone', '', 5), (1, 'phone', 'x', 2), (1, 'shared', '', 3), (2, 'shared', '', 4)")
+                "INSERT INTO push_cursors (user_id, device, scope, anchor) VALUES (1, 'phone', '', 5), (1, 'phone', 'x', 2), (1, 'shared', '', 3), (2, 'shared', '', 4)"
+            )
         }
         let oldDevice = try Database(path: device, migrations: [HealthSchema.migrations[0]])
         try oldDevice.write { db in

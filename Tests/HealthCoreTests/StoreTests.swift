@@ -1,9 +1,10 @@
 import Base
 import Foundation
 import Storage
-import TLS
 import StorageTestSupport
+import TLS
 import Testing
+
 @testable import HealthCore
 
 @Suite struct UserTests {
@@ -38,7 +39,9 @@ import Testing
     @Test func duplicateNamesAreAlreadyExists() throws {
         let store = try HealthStore.inMemory(using: .testBackend)
         _ = try store.createUser(name: "bob")
-        #expect(throws: HealthError(.alreadyExists, "user \"bob\" already exists")) { try store.createUser(name: "bob") }
+        #expect(throws: HealthError(.alreadyExists, "user \"bob\" already exists")) {
+            try store.createUser(name: "bob")
+        }
     }
 }
 
@@ -74,7 +77,8 @@ import Testing
     /// do not make a million-entry answer.
     @Test func mergedResultsListAThousandConflictsAndCountTheRest() throws {
         let conflict = SampleConflict(
-            stored: T.sample(.dietaryWater, 250, "2026-05-01T09:00:00Z"), rejected: T.sample(.dietaryWater, 500, "2026-05-01T09:00:00Z"))
+            stored: T.sample(.dietaryWater, 250, "2026-05-01T09:00:00Z"),
+            rejected: T.sample(.dietaryWater, 500, "2026-05-01T09:00:00Z"))
         var total = WriteResult()
         for _ in 0..<3 {
             var batch = WriteResult()
@@ -170,8 +174,9 @@ import Testing
         _ = try store.add([early, inside, late, atEnd, atStart, heart], user: alice)
         func values(_ options: QueryOptions, limit: Int? = nil, ascending: Bool = true) throws -> [Double] {
             try store.samples(
-                SampleQuery(types: [.stepCount], from: T.ms("2026-05-01T09:00:00Z"), to: T.ms("2026-05-01T10:00:00Z"),
-                            options: options, limit: limit, ascending: ascending), user: alice
+                SampleQuery(
+                    types: [.stepCount], from: T.ms("2026-05-01T09:00:00Z"), to: T.ms("2026-05-01T10:00:00Z"),
+                    options: options, limit: limit, ascending: ascending), user: alice
             ).map(\.value)
         }
         #expect(try values([]) == [1, 5, 2, 3])

@@ -1,7 +1,8 @@
 import Foundation
-import Synchronization
 import StorageTestSupport
+import Synchronization
 import Testing
+
 @testable import HealthCore
 
 /// A connection that drops: fails a push after some batches (before or after the server committed the
@@ -16,7 +17,10 @@ final class FlakyRemote: HealthRemote {
     let pushedBatches = Mutex(0)
     let pulledPages = Mutex(0)
 
-    init(_ base: InProcessRemote, pushBatchesBeforeDrop: Int? = nil, dropAfterCommit: Bool = false, pullPagesBeforeDrop: Int? = nil) {
+    init(
+        _ base: InProcessRemote, pushBatchesBeforeDrop: Int? = nil, dropAfterCommit: Bool = false,
+        pullPagesBeforeDrop: Int? = nil
+    ) {
         self.base = base
         self.pushBatchesBeforeDrop = pushBatchesBeforeDrop
         self.dropAfterCommit = dropAfterCommit
@@ -27,23 +31,29 @@ final class FlakyRemote: HealthRemote {
         try await base.pushedAnchor(device: device, scope: scope)
     }
 
-    func push(device: String, scope: String, batches: @escaping @Sendable (PushWriter) async throws -> Void) async throws -> WriteResult {
+    func push(device: String, scope: String, batches: @escaping @Sendable (PushWriter) async throws -> Void)
+        async throws -> WriteResult
+    {
         try await base.push(device: device, scope: scope) { writer in
-            try await batches(PushWriter { batch in
-                let sent = self.pushedBatches.withLock { count in
-                    count += 1
-                    return count
-                }
-                if let limit = self.pushBatchesBeforeDrop, sent > limit {
-                    if self.dropAfterCommit { try await writer.send(batch) }
-                    throw Dropped()
-                }
-                try await writer.send(batch)
-            })
+            try await batches(
+                PushWriter { batch in
+                    let sent = self.pushedBatches.withLock { count in
+                        count += 1
+                        return count
+                    }
+                    if let limit = self.pushBatchesBeforeDrop, sent > limit {
+                        if self.dropAfterCommit { try await writer.send(batch) }
+                        throw Dropped()
+                    }
+                    try await writer.send(batch)
+                })
         }
     }
 
-    func pull(device: String, since: Int64, filter: SyncFilter, pageSize: Int, receive: @escaping @Sendable (ChangeBatch) async throws -> Void) async throws {
+    func pull(
+        device: String, since: Int64, filter: SyncFilter, pageSize: Int,
+        receive: @escaping @Sendable (ChangeBatch) async throws -> Void
+    ) async throws {
         try await base.pull(device: device, since: since, filter: filter, pageSize: pageSize) { page in
             let received = self.pulledPages.withLock { count in
                 count += 1
@@ -72,7 +82,8 @@ final class FlakyRemote: HealthRemote {
     func steps(_ count: Int, from hour: Int = 8, source: String) -> [HealthSample] {
         (0..<count).map { index in
             let start = T.ms("2026-05-01T00:00:00Z") + Int64(hour) * 3_600_000 + Int64(index) * 60_000
-            return HealthSample(type: .stepCount, value: Double(index % 50), start: start, end: start + 60_000, source: source)
+            return HealthSample(
+                type: .stepCount, value: Double(index % 50), start: start, end: start + 60_000, source: source)
         }
     }
 
@@ -111,7 +122,9 @@ final class FlakyRemote: HealthRemote {
         _ = try await HealthSync(device: watch, remote: remote).run()
         _ = try phone.add(steps(10, source: "iPhone"))
         let seen = Locked<[SyncProgress]>([])
-        _ = try await HealthSync(device: phone, remote: remote, batchSize: 4).run { progress in seen.withLock { $0.append(progress) } }
+        _ = try await HealthSync(device: phone, remote: remote, batchSize: 4).run { progress in
+            seen.withLock { $0.append(progress) }
+        }
         let all = seen.withLock { $0 }
         let push = all.filter { $0.phase == .push }, pull = all.filter { $0.phase == .pull }
         #expect(push.map(\.pushed) == [4, 8, 10])
@@ -159,7 +172,10 @@ final class FlakyRemote: HealthRemote {
         #expect(report.pulled.conflicts == [SampleConflict(stored: phoneVersion, rejected: watchVersion)])
         // Issue 39: the text printed that conflict twice, met on the push and again on the pull.
         #expect(report.conflicts.count == 1 && report.conflictCount == 1)
-        #expect(report.lines.filter { $0.hasPrefix("conflict: ") } == ["conflict: \(shared.uuidString.lowercased()) kept value 250.0, refused 300.0"])
+        #expect(
+            report.lines.filter { $0.hasPrefix("conflict: ") } == [
+                "conflict: \(shared.uuidString.lowercased()) kept value 250.0, refused 300.0"
+            ])
         #expect(try watch.sample(shared).value == 250)
         #expect(try server.sample(shared, user: user).value == 250)
         let again = try await HealthSync(device: watch, remote: remote).run()
@@ -169,7 +185,8 @@ final class FlakyRemote: HealthRemote {
     /// Issue 39: the text summary said only what was added (and deleted on the pull): duplicates, deletions on
     /// the server and samples refused as deleted before went unsaid.
     @Test func theSummarySaysEverythingThatHappenedBothWays() async throws {
-        let phone = try DeviceStore.inMemory(using: .testBackend), tablet = try DeviceStore.inMemory(using: .testBackend)
+        let phone = try DeviceStore.inMemory(using: .testBackend),
+            tablet = try DeviceStore.inMemory(using: .testBackend)
         let both = T.sample(.stepCount, 5, "2026-05-01T09:00:00Z", "2026-05-01T09:01:00Z")
         let doomed = T.sample(.stepCount, 7, "2026-05-01T10:00:00Z", "2026-05-01T10:01:00Z")
         _ = try tablet.add([both])
@@ -179,20 +196,24 @@ final class FlakyRemote: HealthRemote {
         _ = try await HealthSync(device: tablet, remote: remote).run()
         _ = try tablet.delete([doomed.uuid])
         _ = try await HealthSync(device: tablet, remote: remote).run()
-        let late = try DeviceStore.inMemory(using: .testBackend)  // a third device that still has `doomed` and `both` of its own
+        // a third device that still has `doomed` and `both` of its own
+        let late = try DeviceStore.inMemory(using: .testBackend)
         _ = try late.add([both, doomed])
         let report = try await HealthSync(device: late, remote: remote).run()
-        #expect(report.lines == [
-            "pushed 2 changes (server added 0, deleted 0, 1 already stored, 1 refused as deleted before), "
-                + "pulled 2 (added 0, deleted 1, 1 already stored)",
-        ], "\(report.lines)")
+        #expect(
+            report.lines == [
+                "pushed 2 changes (server added 0, deleted 0, 1 already stored, 1 refused as deleted before), "
+                    + "pulled 2 (added 0, deleted 1, 1 already stored)"
+            ], "\(report.lines)")
     }
 
     @Test func aPushDroppedMidwayResumesWithoutLossOrDuplicates() async throws {
         let phone = try DeviceStore.inMemory(using: .testBackend)
         _ = try phone.add(steps(250, source: "iPhone"))
         let flaky = FlakyRemote(remote, pushBatchesBeforeDrop: 1)
-        await #expect(throws: FlakyRemote.Dropped.self) { try await HealthSync(device: phone, remote: flaky, batchSize: 100).run() }
+        await #expect(throws: FlakyRemote.Dropped.self) {
+            try await HealthSync(device: phone, remote: flaky, batchSize: 100).run()
+        }
         #expect(try serverUUIDs().count == 100)  // the first batch committed with its anchor
         let resumed = try await HealthSync(device: phone, remote: remote, batchSize: 100).run()
         #expect(resumed.pushedChanges == 150)  // from where the server's cursor says, not from the start
@@ -205,7 +226,9 @@ final class FlakyRemote: HealthRemote {
         let phone = try DeviceStore.inMemory(using: .testBackend)
         _ = try phone.add(steps(250, source: "iPhone"))
         let flaky = FlakyRemote(remote, pushBatchesBeforeDrop: 1, dropAfterCommit: true)
-        await #expect(throws: FlakyRemote.Dropped.self) { try await HealthSync(device: phone, remote: flaky, batchSize: 100).run() }
+        await #expect(throws: FlakyRemote.Dropped.self) {
+            try await HealthSync(device: phone, remote: flaky, batchSize: 100).run()
+        }
         #expect(try serverUUIDs().count == 200)
         let resumed = try await HealthSync(device: phone, remote: remote, batchSize: 100).run()
         #expect(resumed.pushedChanges == 50)
@@ -213,11 +236,14 @@ final class FlakyRemote: HealthRemote {
     }
 
     @Test func aPullDroppedMidwayResumesAfterTheLastCommittedPage() async throws {
-        let phone = try DeviceStore.inMemory(using: .testBackend), tablet = try DeviceStore.inMemory(using: .testBackend)
+        let phone = try DeviceStore.inMemory(using: .testBackend),
+            tablet = try DeviceStore.inMemory(using: .testBackend)
         _ = try phone.add(steps(250, source: "iPhone"))
         _ = try await HealthSync(device: phone, remote: remote).run()
         let flaky = FlakyRemote(remote, pullPagesBeforeDrop: 2)
-        await #expect(throws: FlakyRemote.Dropped.self) { try await HealthSync(device: tablet, remote: flaky, batchSize: 100).run() }
+        await #expect(throws: FlakyRemote.Dropped.self) {
+            try await HealthSync(device: tablet, remote: flaky, batchSize: 100).run()
+        }
         #expect(try uuids(tablet).count == 200)
         #expect(try tablet.pulledAnchor(scope: "") == 200)
         let resumed = try await HealthSync(device: tablet, remote: remote, batchSize: 100).run()
@@ -229,7 +255,8 @@ final class FlakyRemote: HealthRemote {
     @Test func aLimitedSyncKeepsItsOwnCursorsSoAFullSyncStillSendsTheRest() async throws {
         let phone = try DeviceStore.inMemory(using: .testBackend)
         _ = try phone.add(steps(5, source: "iPhone") + [T.sample(.dietaryWater, 250, "2026-05-01T12:00:00Z")])
-        let limited = try await HealthSync(device: phone, remote: remote).run(filter: SyncFilter(types: [.dietaryWater]))
+        let limited = try await HealthSync(device: phone, remote: remote).run(
+            filter: SyncFilter(types: [.dietaryWater]))
         #expect(limited.pushed.added == 1)
         #expect(try server.samples(SampleQuery(), user: user).map(\.type) == [.dietaryWater])
         let full = try await HealthSync(device: phone, remote: remote).run()
@@ -240,7 +267,10 @@ final class FlakyRemote: HealthRemote {
         let tablet = try DeviceStore.inMemory(using: .testBackend)
         let range = SyncFilter(from: T.ms("2026-05-01T08:02:00Z"), to: T.ms("2026-05-01T08:04:00Z"))
         _ = try await HealthSync(device: tablet, remote: remote).run(filter: range)
-        #expect(try tablet.samples(SampleQuery()).map(\.start) == [T.ms("2026-05-01T08:02:00Z"), T.ms("2026-05-01T08:03:00Z")])
+        #expect(
+            try tablet.samples(SampleQuery()).map(\.start) == [
+                T.ms("2026-05-01T08:02:00Z"), T.ms("2026-05-01T08:03:00Z"),
+            ])
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import HealthCore
 
 /// Shorthand for tests: instants from ISO strings, and samples with sensible defaults.
@@ -12,7 +13,9 @@ enum T {
         _ type: HealthType = .stepCount, _ value: Double, _ start: String, _ end: String? = nil,
         source: String = "iPhone", uuid: UUID = UUID(), zone: String? = nil
     ) -> HealthSample {
-        HealthSample(uuid: uuid, type: type, value: value, start: ms(start), end: ms(end ?? start), source: source, timeZone: zone)
+        HealthSample(
+            uuid: uuid, type: type, value: value, start: ms(start), end: ms(end ?? start), source: source,
+            timeZone: zone)
     }
 
     static let prague = TimeZone(identifier: "Europe/Prague")!

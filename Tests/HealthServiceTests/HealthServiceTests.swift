@@ -1,14 +1,15 @@
 import Foundation
 import HealthAPI
-@testable import HealthBridge
 import HealthCore
-@testable import HealthService
 import RPC
 import RPCTesting
 import Schema
-import TestSupport
 import StorageTestSupport
+import TestSupport
 import Testing
+
+@testable import HealthBridge
+@testable import HealthService
 
 /// The health service over the in-process transport, on an in-memory store.
 struct HealthFixture {
@@ -30,8 +31,12 @@ struct HealthFixture {
 
 func ms(_ text: String) -> Int64 { Timestamps.parse(text)!.0 }
 
-func sample(_ type: String, _ value: Double, _ start: String, _ end: String? = nil, unit: String = "", uuid: UUID = UUID()) -> HealthV1.Sample {
-    HealthV1.Sample(uuid: uuid.uuidString, type: type, value: value, unit: unit, startMs: ms(start), endMs: ms(end ?? start), source: "iPhone")
+func sample(
+    _ type: String, _ value: Double, _ start: String, _ end: String? = nil, unit: String = "", uuid: UUID = UUID()
+) -> HealthV1.Sample {
+    HealthV1.Sample(
+        uuid: uuid.uuidString, type: type, value: value, unit: unit, startMs: ms(start), endMs: ms(end ?? start),
+        source: "iPhone")
 }
 
 func expectStatus(_ code: StatusCode, _ comment: Comment? = nil, _ body: () async throws -> Void) async {
@@ -50,14 +55,18 @@ func expectStatus(_ code: StatusCode, _ comment: Comment? = nil, _ body: () asyn
         let health = try HealthFixture()
         let token = try await health.user("alice")
         await expectStatus(.unauthenticated) { _ = try await health.client.getAccount(.init()) }
-        await expectStatus(.unauthenticated) { _ = try await health.client.getAccount(.init(), options: health.options("nope")) }
+        await expectStatus(.unauthenticated) {
+            _ = try await health.client.getAccount(.init(), options: health.options("nope"))
+        }
         await expectStatus(.unauthenticated) {
             _ = try await health.client.getAccount(.init(), options: CallOptions(metadata: ["authorization": token]))
         }
         #expect(try await health.client.getAccount(.init(), options: health.options(token)).name == "alice")
         let second = try await health.client.issueToken(.init(), options: health.options(token)).token
         _ = try await health.client.revokeToken(.init(), options: health.options(token))
-        await expectStatus(.unauthenticated) { _ = try await health.client.getAccount(.init(), options: health.options(token)) }
+        await expectStatus(.unauthenticated) {
+            _ = try await health.client.getAccount(.init(), options: health.options(token))
+        }
         #expect(try await health.client.getAccount(.init(), options: health.options(second)).name == "alice")
         await expectStatus(.alreadyExists) { _ = try await health.user("alice") }
     }
@@ -66,13 +75,22 @@ func expectStatus(_ code: StatusCode, _ comment: Comment? = nil, _ body: () asyn
         let health = try HealthFixture()
         let alice = health.options(try await health.user("alice")), bob = health.options(try await health.user("bob"))
         let uuid = UUID()
-        _ = try await health.client.addSamples(.init(samples: [sample("dietaryWater", 0.5, "2026-05-01T09:00:00Z", unit: "L", uuid: uuid)]), options: alice)
-        let stored = try await health.client.getSample(.init(uuid: uuid.uuidString, unit: "fl_oz_us"), options: alice).sample
+        _ = try await health.client.addSamples(
+            .init(samples: [sample("dietaryWater", 0.5, "2026-05-01T09:00:00Z", unit: "L", uuid: uuid)]), options: alice
+        )
+        let stored = try await health.client.getSample(.init(uuid: uuid.uuidString, unit: "fl_oz_us"), options: alice)
+            .sample
         #expect(abs((stored?.value ?? 0) - 16.907) < 0.001)
-        await expectStatus(.notFound) { _ = try await health.client.getSample(.init(uuid: uuid.uuidString), options: bob) }
-        await expectStatus(.notFound) { _ = try await health.client.deleteSamples(.init(uuids: [uuid.uuidString]), options: bob) }
+        await expectStatus(.notFound) {
+            _ = try await health.client.getSample(.init(uuid: uuid.uuidString), options: bob)
+        }
+        await expectStatus(.notFound) {
+            _ = try await health.client.deleteSamples(.init(uuids: [uuid.uuidString]), options: bob)
+        }
         #expect(try await health.client.querySamples(.init(), options: bob).samples.isEmpty)
-        #expect(try await health.client.querySamples(.init(types: ["dietaryWater"]), options: alice).samples.map(\.value) == [500])
+        #expect(
+            try await health.client.querySamples(.init(types: ["dietaryWater"]), options: alice).samples.map(\.value)
+                == [500])
     }
 
     /// Issue 39: a query stopped at its limit without saying more matched. A page carries the next's cursor.
@@ -81,7 +99,8 @@ func expectStatus(_ code: StatusCode, _ comment: Comment? = nil, _ body: () asyn
         let alice = health.options(try await health.user("alice"))
         _ = try await health.client.addSamples(
             .init(samples: (0..<3).map { sample("stepCount", Double($0), "2026-05-01T09:0\($0):00Z") }), options: alice)
-        let first = try await health.client.querySamples(.init(types: ["stepCount"], limit: 2, descending: true), options: alice)
+        let first = try await health.client.querySamples(
+            .init(types: ["stepCount"], limit: 2, descending: true), options: alice)
         #expect(first.samples.map(\.value) == [2, 1] && !first.next.isEmpty)
         let second = try await health.client.querySamples(
             .init(types: ["stepCount"], limit: 2, descending: true, after: first.next), options: alice)
@@ -96,17 +115,24 @@ func expectStatus(_ code: StatusCode, _ comment: Comment? = nil, _ body: () asyn
         let alice = health.options(try await health.user("alice"))
         let good = sample("heartRate", 60, "2026-05-01T09:00:00Z")
         for bad in [
-            sample("heartRate", .nan, "2026-05-01T09:00:00Z"), sample("heartRate", 60, "2026-05-01T10:00:00Z", "2026-05-01T09:00:00Z"),
+            sample("heartRate", .nan, "2026-05-01T09:00:00Z"),
+            sample("heartRate", 60, "2026-05-01T10:00:00Z", "2026-05-01T09:00:00Z"),
             sample("heartRate", 60, "2026-05-01T09:00:00Z", unit: "kg"), sample("vo2Max", 60, "2026-05-01T09:00:00Z"),
             HealthV1.Sample(uuid: "not-a-uuid", type: "heartRate", value: 60, startMs: 0, endMs: 0, source: "x"),
         ] {
-            await expectStatus(.invalidArgument, "\(bad)") { _ = try await health.client.addSamples(.init(samples: [good, bad]), options: alice) }
+            await expectStatus(.invalidArgument, "\(bad)") {
+                _ = try await health.client.addSamples(.init(samples: [good, bad]), options: alice)
+            }
         }
         var huge = good
         huge.metadata = [HealthV1.MetadataEntry(key: "note", value: String(repeating: "x", count: 1 << 20))]
-        await expectStatus(.invalidArgument) { _ = try await health.client.addSamples(.init(samples: [huge]), options: alice) }
+        await expectStatus(.invalidArgument) {
+            _ = try await health.client.addSamples(.init(samples: [huge]), options: alice)
+        }
         let many = (0..<10_001).map { _ in good }
-        await expectStatus(.resourceExhausted) { _ = try await health.client.addSamples(.init(samples: many), options: alice) }
+        await expectStatus(.resourceExhausted) {
+            _ = try await health.client.addSamples(.init(samples: many), options: alice)
+        }
         #expect(try await health.client.getAccount(.init(), options: alice).sampleCount == 0)
     }
 
@@ -114,23 +140,32 @@ func expectStatus(_ code: StatusCode, _ comment: Comment? = nil, _ body: () asyn
         let health = try HealthFixture()
         let alice = health.options(try await health.user("alice"))
         _ = try await health.client.addSamples(
-            .init(samples: [sample("stepCount", 400, "2026-05-01T23:45:00+02:00", "2026-05-02T00:45:00+02:00")]), options: alice)
+            .init(samples: [sample("stepCount", 400, "2026-05-01T23:45:00+02:00", "2026-05-02T00:45:00+02:00")]),
+            options: alice)
         let answer = try await health.client.getStatistics(
-            .init(type: "stepCount", fromMs: ms("2026-05-01T00:00:00+02:00"), toMs: ms("2026-05-03T00:00:00+02:00"), interval: .day,
-                  timeZone: "Europe/Prague"), options: alice)
+            .init(
+                type: "stepCount", fromMs: ms("2026-05-01T00:00:00+02:00"), toMs: ms("2026-05-03T00:00:00+02:00"),
+                interval: .day,
+                timeZone: "Europe/Prague"), options: alice)
         #expect(answer.unit == "count")
         #expect(answer.buckets.map(\.sum) == [100, 300])
         let today = try await health.client.getStatistics(
-            .init(type: "stepCount", preset: .today, timeZone: "Europe/Prague", nowMs: ms("2026-05-02T12:00:00+02:00")), options: alice)
+            .init(type: "stepCount", preset: .today, timeZone: "Europe/Prague", nowMs: ms("2026-05-02T12:00:00+02:00")),
+            options: alice)
         #expect(today.buckets.map(\.sum) == [300])
         await expectStatus(.invalidArgument) {
-            _ = try await health.client.getStatistics(.init(type: "stepCount", preset: .today, timeZone: "Mars/Base"), options: alice)
+            _ = try await health.client.getStatistics(
+                .init(type: "stepCount", preset: .today, timeZone: "Mars/Base"), options: alice)
         }
-        await expectStatus(.invalidArgument) { _ = try await health.client.getStatistics(.init(type: "stepCount"), options: alice) }
+        await expectStatus(.invalidArgument) {
+            _ = try await health.client.getStatistics(.init(type: "stepCount"), options: alice)
+        }
         // Issue 39: a preset beside a range answered the preset's range without a word.
         await expectStatus(.invalidArgument) {
             _ = try await health.client.getStatistics(
-                .init(type: "stepCount", fromMs: ms("2026-05-01T12:00:00+02:00"), preset: .today, timeZone: "Europe/Prague"), options: alice)
+                .init(
+                    type: "stepCount", fromMs: ms("2026-05-01T12:00:00+02:00"), preset: .today,
+                    timeZone: "Europe/Prague"), options: alice)
         }
     }
 
@@ -140,7 +175,12 @@ func expectStatus(_ code: StatusCode, _ comment: Comment? = nil, _ body: () asyn
         let remote = RPCHealthRemote(client: health.client, token: token)
         let phone = try DeviceStore.inMemory(using: .testBackend), watch = try DeviceStore.inMemory(using: .testBackend)
         let start = ms("2026-05-01T08:00:00Z")
-        _ = try phone.add((0..<2500).map { HealthSample(type: .stepCount, value: 10, start: start + Int64($0) * 60_000, end: start + Int64($0) * 60_000 + 60_000, source: "iPhone") })
+        _ = try phone.add(
+            (0..<2500).map {
+                HealthSample(
+                    type: .stepCount, value: 10, start: start + Int64($0) * 60_000,
+                    end: start + Int64($0) * 60_000 + 60_000, source: "iPhone")
+            })
         _ = try watch.add([HealthSample(type: .heartRate, value: 61, start: start, end: start, source: "Apple Watch")])
         let first = try await HealthSync(device: phone, remote: remote).run()
         #expect(first.pushed.added == 2500)
@@ -163,9 +203,12 @@ func expectStatus(_ code: StatusCode, _ comment: Comment? = nil, _ body: () asyn
     @Test func csvExportStreams() async throws {
         let health = try HealthFixture()
         let alice = health.options(try await health.user("alice"))
-        _ = try await health.client.addSamples(.init(samples: [sample("dietaryWater", 250, "2026-05-01T09:00:00Z")]), options: alice)
+        _ = try await health.client.addSamples(
+            .init(samples: [sample("dietaryWater", 250, "2026-05-01T09:00:00Z")]), options: alice)
         var text = ""
-        for try await chunk in health.client.exportCSV(.init(type: "dietaryWater", unit: "L"), options: alice) { text += chunk.text }
+        for try await chunk in health.client.exportCSV(.init(type: "dietaryWater", unit: "L"), options: alice) {
+            text += chunk.text
+        }
         #expect(text.hasPrefix("uuid,type,start,end,value,unit,source,time_zone\r\n"))
         #expect(text.contains(",dietaryWater,2026-05-01T09:00:00Z,2026-05-01T09:00:00Z,0.25,L,iPhone,"))
     }
@@ -179,7 +222,8 @@ func expectStatus(_ code: StatusCode, _ comment: Comment? = nil, _ body: () asyn
         @Sendable func batch(_ through: Int64, _ count: Int) -> HealthV1.PushRequest {
             HealthV1.PushRequest(
                 deviceID: "phone", scope: "",
-                samples: (0..<count).map { _ in sample("stepCount", 10, "2026-05-01T08:00:00Z", "2026-05-01T08:01:00Z") },
+                samples: (0..<count).map { _ in sample("stepCount", 10, "2026-05-01T08:00:00Z", "2026-05-01T08:01:00Z")
+                },
                 throughAnchor: through)
         }
         let response = try await client.push(options: alice) { writer in
@@ -205,7 +249,9 @@ func expectStatus(_ code: StatusCode, _ comment: Comment? = nil, _ body: () asyn
         let good = sample("heartRate", 60, "2026-05-01T09:00:00Z")
         var bad = [sample("heartRate", 61, "2026-05-01T09:01:00Z"), sample("heartRate", .nan, "2026-05-01T09:02:00Z")]
         func push(_ batches: [HealthV1.PushRequest]) async throws {
-            _ = try await health.client.push(options: alice) { writer in for batch in batches { try await writer.send(batch) } }
+            _ = try await health.client.push(options: alice) { writer in
+                for batch in batches { try await writer.send(batch) }
+            }
         }
         do {
             try await push([
@@ -222,13 +268,18 @@ func expectStatus(_ code: StatusCode, _ comment: Comment? = nil, _ body: () asyn
         #expect(try await health.client.getAccount(.init(), options: alice).sampleCount == 1)
 
         bad = (0..<10_001).map { _ in sample("heartRate", 60, "2026-05-01T09:00:00Z") }
-        await expectStatus(.resourceExhausted) { try await push([HealthV1.PushRequest(deviceID: "phone", samples: bad, throughAnchor: 9)]) }
+        await expectStatus(.resourceExhausted) {
+            try await push([HealthV1.PushRequest(deviceID: "phone", samples: bad, throughAnchor: 9)])
+        }
         await expectStatus(.invalidArgument) {
             try await push([
-                HealthV1.PushRequest(deviceID: "phone", throughAnchor: 2), HealthV1.PushRequest(deviceID: "watch", throughAnchor: 3),
+                HealthV1.PushRequest(deviceID: "phone", throughAnchor: 2),
+                HealthV1.PushRequest(deviceID: "watch", throughAnchor: 3),
             ])
         }
-        await expectStatus(.invalidArgument) { try await push([HealthV1.PushRequest(deviceID: "", samples: [good], throughAnchor: 5)]) }
+        await expectStatus(.invalidArgument) {
+            try await push([HealthV1.PushRequest(deviceID: "", samples: [good], throughAnchor: 5)])
+        }
         #expect(try await health.client.getPushCursor(.init(deviceID: "phone"), options: alice).anchor == 2)
         #expect(try await health.client.getPushCursor(.init(deviceID: "watch"), options: alice).anchor == 0)
         #expect(try await health.client.getAccount(.init(), options: alice).sampleCount == 1)
@@ -266,7 +317,8 @@ func expectStatus(_ code: StatusCode, _ comment: Comment? = nil, _ body: () asyn
                 try await Task.sleep(for: .seconds(30))  // cancelled when the limit passes
             }
         }
-        #expect(error?.code == .deadlineExceeded && error?.message.contains("pull") == true, "\(String(describing: error))")
+        #expect(
+            error?.code == .deadlineExceeded && error?.message.contains("pull") == true, "\(String(describing: error))")
         #expect(ContinuousClock.now - start < TestTime.scaled(.seconds(10)))
     }
 }

@@ -15,10 +15,13 @@ import Testing
         _ store: HealthStore, _ identity: IdentityStore, openSignup: Bool = false
     ) throws -> HealthV1.Health.Client {
         let rules = openSignup ? AccessRules(overriding: [HealthV1.Health.createUser.path: .public]) : .declared
-        let guardian = IdentityGuard(rules: rules, verifier: try TokenVerifier(store: identity), throttle: FailedAuthThrottle())
-        let service = HealthService(store: store, identity: identity, signupLimit: openSignup ? HealthService.openSignupLimit() : nil)
+        let guardian = IdentityGuard(
+            rules: rules, verifier: try TokenVerifier(store: identity), throttle: FailedAuthThrottle())
+        let service = HealthService(
+            store: store, identity: identity, signupLimit: openSignup ? HealthService.openSignupLimit() : nil)
         let server = RPCServer(name: "health", services: [service], guard: guardian)
-        return HealthV1.Health.Client(wrapping: RPCClient(transports: [InProcessTransport(server: server)], retry: .init(maxAttempts: 1)))
+        return HealthV1.Health.Client(
+            wrapping: RPCClient(transports: [InProcessTransport(server: server)], retry: .init(maxAttempts: 1)))
     }
 
     static func bearer(_ token: String) -> CallOptions { CallOptions(metadata: ["authorization": "Bearer \(token)"]) }
@@ -55,7 +58,9 @@ import Testing
         do {
             _ = try await open.createUser(.init(name: "visitor10"))
             Issue.record("an eleventh sign-up from one source was let through")
-        } catch let error as RPCError { #expect(error.code == .resourceExhausted && error.message.contains("retry in"), "\(error)") }
+        } catch let error as RPCError {
+            #expect(error.code == .resourceExhausted && error.message.contains("retry in"), "\(error)")
+        }
         _ = try await closed.createUser(.init(name: "staff"), options: admin)
     }
 

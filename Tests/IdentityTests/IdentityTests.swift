@@ -3,8 +3,8 @@ import Foundation
 import Identity
 import RPC
 import Schema
-import TestSupport
 import StorageTestSupport
+import TestSupport
 import Testing
 
 @Suite struct IdentityStoreTests {
@@ -16,7 +16,9 @@ import Testing
         #expect(try verifier.verify(token) == Caller(name: "alice", isAdmin: false))
         let stored = try store.database.read { try $0.query("SELECT hash FROM tokens") }.compactMap { $0.blob(0) }
         #expect(stored == [IdentityStore.hash(token)])
-        #expect(throws: IdentityError(.alreadyExists, "user \"alice\" already exists")) { try store.createUser(name: "alice") }
+        #expect(throws: IdentityError(.alreadyExists, "user \"alice\" already exists")) {
+            try store.createUser(name: "alice")
+        }
         #expect(throws: IdentityError.self) { try store.createUser(name: "a b") }
         #expect(throws: IdentityError.self) { try store.createUser(name: "") }
     }
@@ -37,13 +39,17 @@ import Testing
         let (changed, now) = try store.tokenChanges(since: start)
         #expect(now == start + 4)
         #expect(Set(changed.keys) == Set([newcomer, second, tokens[2], tokens[3]].map(IdentityStore.hash)))
-        #expect(changed[IdentityStore.hash(tokens[2])]?.isRevoked == true && changed[IdentityStore.hash(tokens[3])]?.isAdmin == true)
+        #expect(
+            changed[IdentityStore.hash(tokens[2])]?.isRevoked == true
+                && changed[IdentityStore.hash(tokens[3])]?.isAdmin == true)
         // A verifier that knew the table before sees each change through the numbers.
         let verifier = try TokenVerifier(store: store)
         let later = try store.createUser(name: "later")
         try store.revokeUser("user4")
         #expect(try verifier.verify(later).name == "later")
-        #expect(throws: TokenVerifier.Refusal(message: "token revoked", user: "user4")) { try verifier.verify(tokens[4]) }
+        #expect(throws: TokenVerifier.Refusal(message: "token revoked", user: "user4")) {
+            try verifier.verify(tokens[4])
+        }
         #expect(try verifier.verify(tokens[5]).name == "user5")
     }
 
@@ -73,7 +79,9 @@ import Testing
         let verifier = try TokenVerifier(store: store)
         var forged = Array(token)
         forged[forged.count - 1] = forged.last == "0" ? "1" : "0"
-        #expect(throws: TokenVerifier.Refusal(message: "unknown token", user: nil)) { try verifier.verify(String(forged)) }
+        #expect(throws: TokenVerifier.Refusal(message: "unknown token", user: nil)) {
+            try verifier.verify(String(forged))
+        }
         #expect(throws: TokenVerifier.Refusal.self) { try verifier.verify("") }
     }
 
@@ -84,23 +92,29 @@ import Testing
         let token = try store.createToken(user: "bob", expiresMs: now + 60_000)
         let verifier = try TokenVerifier(store: store)
         #expect(try verifier.verify(token, nowMs: now).name == "bob")
-        #expect(throws: TokenVerifier.Refusal(message: "token expired", user: "bob")) { try verifier.verify(token, nowMs: now + 60_000) }
+        #expect(throws: TokenVerifier.Refusal(message: "token expired", user: "bob")) {
+            try verifier.verify(token, nowMs: now + 60_000)
+        }
         #expect(throws: IdentityError.self) { try store.createToken(user: "bob", expiresMs: now - 1) }
         #expect(throws: IdentityError.self) { try store.createToken(user: "nobody") }
     }
 
     @Test func aTokenRevokedByAnotherProcessIsRefusedWithinTheCheckInterval() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("identity-\(UUID().uuidString).sqlite").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("identity-\(UUID().uuidString).sqlite")
+            .path
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
         let replica = try IdentityStore(path: path), gateway = try IdentityStore(path: path)
         let token = try gateway.createUser(name: "carol")
-        let verifier = try TokenVerifier(store: replica, checkInterval: .milliseconds(200), reloadInterval: .seconds(3600))
+        let verifier = try TokenVerifier(
+            store: replica, checkInterval: .milliseconds(200), reloadInterval: .seconds(3600))
         #expect(try verifier.verify(token).name == "carol")
         try gateway.revokeToken(token)
         // Another connection (as another process) revoked it: the replica learns of it within the interval, from
         // the file's data_version, without being told.
         let start = ContinuousClock.now
-        while (try? verifier.verify(token)) != nil, ContinuousClock.now - start < TestTime.scaled(.seconds(2)) { try await Task.sleep(for: .milliseconds(20)) }
+        while (try? verifier.verify(token)) != nil, ContinuousClock.now - start < TestTime.scaled(.seconds(2)) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         #expect(throws: TokenVerifier.Refusal(message: "token revoked", user: "carol")) { try verifier.verify(token) }
         #expect(ContinuousClock.now - start < TestTime.scaled(.milliseconds(600)))
         #expect(throws: IdentityError.self) { try replica.revokeToken(token) }
@@ -200,7 +214,9 @@ import Testing
 @Suite struct IdentityGuardTests {
     /// Methods at each level, as a generated API module describes them.
     static func method(_ name: String, _ access: MethodAccess) -> ProtoMethodInfo {
-        ProtoMethodInfo(path: "/z.Z/\(name)", serverStreaming: false, idempotent: false, access: access, requestType: "z.Q", responseType: "z.A")
+        ProtoMethodInfo(
+            path: "/z.Z/\(name)", serverStreaming: false, idempotent: false, access: access, requestType: "z.Q",
+            responseType: "z.A")
     }
 
     static let methods = [method("Read", .public), method("Import", .admin), method("Mine", .user)]
@@ -243,7 +259,9 @@ import Testing
         } catch { #expect(error.code == .unauthenticated) }
         #expect(try guardian.admit(Self.head("/z.Z/Mine", token: user)) == Caller(name: "hana", isAdmin: false))
         #expect(try guardian.admit(Self.head("/z.Z/Import", token: admin))?.isAdmin == true)
-        #expect(try guardian.admit(CallHead(method: "/z.Z/Import", metadata: ["authorization": "bearer  \(admin) "]))?.isAdmin == true)
+        #expect(
+            try guardian.admit(CallHead(method: "/z.Z/Import", metadata: ["authorization": "bearer  \(admin) "]))?
+                .isAdmin == true)
     }
 
     /// An address guessing tokens backs off: its next guess is RESOURCE_EXHAUSTED with the wait. A valid token from the
@@ -254,7 +272,9 @@ import Testing
         let user = try store.createUser(name: "ivan")
         let guardian = Self.guarded(try TokenVerifier(store: store))
         for _ in 0..<6 {
-            do { _ = try guardian.admit(Self.head("/z.Z/Mine", token: IdentityStore.newToken())) } catch { #expect(error.code == .unauthenticated) }
+            do { _ = try guardian.admit(Self.head("/z.Z/Mine", token: IdentityStore.newToken())) } catch {
+                #expect(error.code == .unauthenticated)
+            }
         }
         do {
             _ = try guardian.admit(Self.head("/z.Z/Mine", token: IdentityStore.newToken()))
@@ -276,7 +296,9 @@ import Testing
         try store.revokeToken(token)
         let guardian = Self.guarded(try TokenVerifier(store: store))
         for index in 0..<6 {
-            do { _ = try guardian.admit(Self.head("/z.Z/Mine", token: token, peer: "10.\(index).0.1:1")) } catch { #expect(error.code == .unauthenticated) }
+            do { _ = try guardian.admit(Self.head("/z.Z/Mine", token: token, peer: "10.\(index).0.1:1")) } catch {
+                #expect(error.code == .unauthenticated)
+            }
         }
         do {
             _ = try guardian.admit(Self.head("/z.Z/Mine", token: token, peer: "10.9.0.1:1"))
@@ -293,13 +315,20 @@ import Testing
         let guardian = Self.guarded(try TokenVerifier(store: store))
         var codes: [StatusCode] = []
         for index in 1...60 {
-            do { _ = try guardian.admit(Self.head("/z.Z/Mine", token: IdentityStore.newToken(), peer: "127.0.0.\(index):1")) } catch {
+            do {
+                _ = try guardian.admit(
+                    Self.head("/z.Z/Mine", token: IdentityStore.newToken(), peer: "127.0.0.\(index):1"))
+            } catch {
                 codes.append(error.code)
             }
         }
-        #expect(codes.count == 60 && codes.prefix(21).allSatisfy { $0 == .unauthenticated } && codes.last == .resourceExhausted, "\(codes)")
+        #expect(
+            codes.count == 60 && codes.prefix(21).allSatisfy { $0 == .unauthenticated }
+                && codes.last == .resourceExhausted, "\(codes)")
         #expect(try guardian.admit(Self.head("/z.Z/Mine", token: user, peer: "127.0.0.61:1"))?.name == "lena")
-        do { _ = try guardian.admit(Self.head("/z.Z/Mine", token: IdentityStore.newToken(), peer: "127.0.1.1:1")) } catch {
+        do {
+            _ = try guardian.admit(Self.head("/z.Z/Mine", token: IdentityStore.newToken(), peer: "127.0.1.1:1"))
+        } catch {
             #expect(error.code == .unauthenticated)
         }
         #expect(IdentityGuard.network(of: "192.168.7.200") == "192.168.7.0/24")
@@ -309,7 +338,9 @@ import Testing
     @Test func anOverrideReplacesTheDeclaredLevel() throws {
         let store = try IdentityStore.inMemory(using: .testBackend)
         let user = try store.createUser(name: "kim")
-        let guardian = Self.guarded(try TokenVerifier(store: store), rules: AccessRules(overriding: ["/z.Z/Mine": .public, "/z.Z/Read": .admin]))
+        let guardian = Self.guarded(
+            try TokenVerifier(store: store),
+            rules: AccessRules(overriding: ["/z.Z/Mine": .public, "/z.Z/Read": .admin]))
         #expect(try guardian.admit(Self.head("/z.Z/Mine", token: nil)) == nil)
         do {
             _ = try guardian.admit(Self.head("/z.Z/Read", token: user))

@@ -15,14 +15,18 @@ import Testing
 
     static func operatorGateway(_ stack: Stack, _ arguments: [String]) async throws -> (status: Int32, output: String) {
         try await Stack.run(
-            "\(Stack.binDirectory)/gateway", arguments + ["--state", stack.state.path], environment: stack.environment.merging(noAdminToken) { $1 })
+            "\(Stack.binDirectory)/gateway", arguments + ["--state", stack.state.path],
+            environment: stack.environment.merging(noAdminToken) { $1 })
     }
 
     /// One Connect unary call with curl: the HTTP status and the JSON body.
-    static func call(_ port: Int, _ path: String, _ body: String, token: String? = nil) async throws -> (status: Int, body: [String: Any]) {
+    static func call(_ port: Int, _ path: String, _ body: String, token: String? = nil) async throws -> (
+        status: Int, body: [String: Any]
+    ) {
         var arguments = ["-s", "-w", "\n%{http_code}", "-H", "Content-Type: application/json", "--data-binary", body]
         if let token { arguments += ["-H", "Authorization: Bearer \(token)"] }
-        let run = try await Stack.run("/usr/bin/curl", arguments + ["http://127.0.0.1:\(port)\(path)"], environment: [:])
+        let run = try await Stack.run(
+            "/usr/bin/curl", arguments + ["http://127.0.0.1:\(port)\(path)"], environment: [:])
         let lines = run.output.split(separator: "\n", omittingEmptySubsequences: false)
         let status = Int(lines.last ?? "") ?? 0
         let json = lines.dropLast().joined(separator: "\n")
@@ -30,7 +34,9 @@ import Testing
     }
 
     /// The gateway as `token`'s user (`MENAGERIE_TOKEN`).
-    static func gateway(_ stack: Stack, as token: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+    static func gateway(_ stack: Stack, as token: String, _ arguments: [String]) async throws -> (
+        status: Int32, output: String
+    ) {
         try await Stack.run(
             "\(Stack.binDirectory)/gateway", arguments + ["--state", stack.state.path],
             environment: stack.environment.merging(["MENAGERIE_TOKEN": token, "MENAGERIE_ADMIN_TOKEN": ""]) { $1 })
@@ -42,7 +48,8 @@ import Testing
         return try #require(created.output.split(separator: "\n").last.map(String.init))
     }
 
-    static let template = #"{"name":"meter","values":[{"name":"reading","region":{"x":0.1,"y":0.1,"width":0.5,"height":0.2}}]}"#
+    static let template =
+        #"{"name":"meter","values":[{"name":"reading","region":{"x":0.1,"y":0.1,"width":0.5,"height":0.2}}]}"#
 
     @Test func strangersAreRefusedUsersSeeOnlyTheirOwnAndTheAdminMayChangeSharedData() async throws {
         try await Stack.with(services: ["zoo", "ocr", "health"]) { stack in
@@ -50,8 +57,11 @@ import Testing
             try #require(up.status == 0, "compose up failed: \(up.output)")
             let admin = try String(contentsOf: stack.state.appendingPathComponent("admin-token"), encoding: .utf8)
                 .trimmingCharacters(in: .whitespacesAndNewlines)
-            let attributes = try FileManager.default.attributesOfItem(atPath: stack.state.appendingPathComponent("admin-token").path)
-            #expect((attributes[.posixPermissions] as? Int).map { $0 & 0o077 } == 0, "the admin token is readable by others")
+            let attributes = try FileManager.default.attributesOfItem(
+                atPath: stack.state.appendingPathComponent("admin-token").path)
+            #expect(
+                (attributes[.posixPermissions] as? Int).map { $0 & 0o077 } == 0, "the admin token is readable by others"
+            )
             let zoo = stack.basePorts["zoo"]!, ocr = stack.basePorts["ocr"]!
             let importPath = "/menagerie.zoo.v1.Zoo/ImportData"
             let alice = try await Self.newUser(stack, "alice"), bob = try await Self.newUser(stack, "bob")
@@ -79,12 +89,16 @@ import Testing
             #expect((mine.body["templates"] as? [Any])?.count == 1, "\(mine)")
             let theirs = try await Self.call(ocr, "/menagerie.ocr.v1.OCR/ListTemplates", "{}", token: bob)
             #expect(theirs.status == 200 && (theirs.body["templates"] as? [Any] ?? []).isEmpty, "\(theirs)")
-            let peek = try await Self.call(ocr, "/menagerie.ocr.v1.OCR/GetTemplate", #"{"template":"meter"}"#, token: bob)
+            let peek = try await Self.call(
+                ocr, "/menagerie.ocr.v1.OCR/GetTemplate", #"{"template":"meter"}"#, token: bob)
             #expect(peek.status == 404, "\(peek)")
-            let delete = try await Self.call(ocr, "/menagerie.ocr.v1.OCR/DeleteTemplate", #"{"template":"meter"}"#, token: bob)
+            let delete = try await Self.call(
+                ocr, "/menagerie.ocr.v1.OCR/DeleteTemplate", #"{"template":"meter"}"#, token: bob)
             #expect(delete.status == 404, "\(delete)")
             // bob may use the same name for his own.
-            #expect(try await Self.call(ocr, "/menagerie.ocr.v1.OCR/CreateTemplate", Self.template, token: bob).status == 200)
+            #expect(
+                try await Self.call(ocr, "/menagerie.ocr.v1.OCR/CreateTemplate", Self.template, token: bob).status
+                    == 200)
             #expect(try await Self.call(ocr, "/menagerie.ocr.v1.OCR/ListTemplates", "{}").status == 401)
             let listed = try await Self.gateway(stack, as: bob, ["ocr", "template", "list", "--json"])
             #expect(listed.status == 0 && listed.output.contains("meter"), "\(listed.output)")
@@ -101,7 +115,9 @@ import Testing
                 }
                 try await Task.sleep(for: .milliseconds(100))
             }
-            #expect(refusedAt.map { $0 < TestTime.scaled(.seconds(3)) } == true, "bob's token still worked \(ContinuousClock.now - start) after revocation")
+            #expect(
+                refusedAt.map { $0 < TestTime.scaled(.seconds(3)) } == true,
+                "bob's token still worked \(ContinuousClock.now - start) after revocation")
 
             // An expired token is refused. It lives long enough (scaled) for one call before it expires.
             let life = Int64(TestTime.scale.rounded(.up))
@@ -111,16 +127,20 @@ import Testing
             #expect(try await Self.call(ocr, "/menagerie.ocr.v1.OCR/ListTemplates", "{}", token: short).status == 200)
             try await Task.sleep(for: .seconds(life) + .milliseconds(200))
             let expired = try await Self.call(ocr, "/menagerie.ocr.v1.OCR/ListTemplates", "{}", token: short)
-            #expect(expired.status == 401 && (expired.body["message"] as? String)?.contains("expired") == true, "\(expired)")
+            #expect(
+                expired.status == 401 && (expired.body["message"] as? String)?.contains("expired") == true, "\(expired)"
+            )
 
             let users = try await Self.operatorGateway(stack, ["user", "list"])
             #expect(users.output.contains("alice") && users.output.contains("revoked"), "\(users.output)")
             // Health's sign-up needs an admin by default (issue 38: anyone could make 26,000 users); the admin's works,
             // and its token works on OCR too: one identity.
-            let anonymous = try await Self.call(stack.basePorts["health"]!, "/menagerie.health.v1.Health/CreateUser", #"{"name":"mallory"}"#)
+            let anonymous = try await Self.call(
+                stack.basePorts["health"]!, "/menagerie.health.v1.Health/CreateUser", #"{"name":"mallory"}"#)
             #expect(anonymous.status == 401, "\(anonymous)")
             let signup = try await Self.call(
-                stack.basePorts["health"]!, "/menagerie.health.v1.Health/CreateUser", #"{"name":"cyril"}"#, token: admin)
+                stack.basePorts["health"]!, "/menagerie.health.v1.Health/CreateUser", #"{"name":"cyril"}"#, token: admin
+            )
             let cyril = try #require(signup.body["token"] as? String, "\(signup)")
             #expect(try await Self.call(ocr, "/menagerie.ocr.v1.OCR/ListTemplates", "{}", token: cyril).status == 200)
 
@@ -128,7 +148,8 @@ import Testing
             // wait), and the replica logs one line for it in the window, not one per guess.
             var backedOff: (status: Int, body: [String: Any])?
             for index in 0..<12 {
-                let guess = try await Self.call(ocr, "/menagerie.ocr.v1.OCR/ListTemplates", "{}", token: "mnt_guess\(index)")
+                let guess = try await Self.call(
+                    ocr, "/menagerie.ocr.v1.OCR/ListTemplates", "{}", token: "mnt_guess\(index)")
                 if guess.status == 429 {
                     backedOff = guess
                     break
@@ -136,9 +157,13 @@ import Testing
                 #expect(guess.status == 401, "\(guess)")
             }
             #expect(backedOff?.body["code"] as? String == "resource_exhausted", "\(String(describing: backedOff))")
-            #expect((backedOff?.body["message"] as? String)?.contains("retry in") == true, "\(String(describing: backedOff))")
+            #expect(
+                (backedOff?.body["message"] as? String)?.contains("retry in") == true,
+                "\(String(describing: backedOff))")
             let log = try String(contentsOf: stack.state.appendingPathComponent("logs/ocr.0.log"), encoding: .utf8)
-            let lines = log.split(separator: "\n").filter { $0.contains("failed authentication") && $0.contains("address 127.0.0.1") }
+            let lines = log.split(separator: "\n").filter {
+                $0.contains("failed authentication") && $0.contains("address 127.0.0.1")
+            }
             #expect(lines.count == 1, "\(lines)")
             #expect(!log.contains("mnt_guess"), "a guessed token reached the log")
         }
@@ -153,13 +178,19 @@ import Testing
             let activate = "/menagerie.classification.v1.Classification/SetActiveModel"
             #expect(try await Self.call(port, activate, #"{"name":"m"}"#).status == 401)
             #expect(try await Self.call(port, activate, #"{"name":"m"}"#, token: user).status == 403)
-            #expect(try await Self.call(port, "/menagerie.classification.v1.Classification/DeleteModel", #"{"name":"m"}"#, token: user).status == 403)
+            #expect(
+                try await Self.call(
+                    port, "/menagerie.classification.v1.Classification/DeleteModel", #"{"name":"m"}"#, token: user
+                ).status == 403)
             // What an app (and anonymous callers) get is the admin's to set (issue 41).
             let deploy = "/menagerie.classification.v1.Classification/SetDeployment"
             #expect(try await Self.call(port, deploy, #"{"app":"dogs","model":"m"}"#).status == 401)
             #expect(try await Self.call(port, deploy, #"{"app":"dogs","model":"m"}"#, token: user).status == 403)
-            #expect(try await Self.call(port, "/menagerie.classification.v1.Classification/ListDeployments", "{}").status == 200)
-            #expect(try await Self.call(port, "/menagerie.classification.v1.Classification/ListModels", "{}").status == 200)
+            #expect(
+                try await Self.call(port, "/menagerie.classification.v1.Classification/ListDeployments", "{}").status
+                    == 200)
+            #expect(
+                try await Self.call(port, "/menagerie.classification.v1.Classification/ListModels", "{}").status == 200)
             // The operator's gateway is the admin: past the check, to the model that does not exist.
             let admin = try await Self.operatorGateway(stack, ["classify", "model", "activate", "m"])
             #expect(admin.output.contains("NOT_FOUND"), "\(admin.output)")

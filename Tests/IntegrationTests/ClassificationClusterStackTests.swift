@@ -13,7 +13,10 @@ import Testing
     func payloadsAreOnTwoNodesAndSurviveTheirWritersKill() async throws {
         let replicas = try ClusterReplicas("classification", command: "classify") { servicePorts in
             // Every replica's, its own included (left out by each), as compose gives it.
-            ["--blob-peers", servicePorts.map { "127.0.0.1:\($0)" }.joined(separator: ","), "--blob-repair-interval", "1"]
+            [
+                "--blob-peers", servicePorts.map { "127.0.0.1:\($0)" }.joined(separator: ","), "--blob-repair-interval",
+                "1",
+            ]
         }
         for port in replicas.servicePorts { try await Stack.waitServing(port: port) }
         let train = replicas.directory.appendingPathComponent("files/train")
@@ -21,7 +24,8 @@ import Testing
 
         let created = try await replicas.gateway(0, ["dataset", "create", "digits", "--from", train.path])
         try #require(created.status == 0, "\(created.output)")
-        let trained = try await replicas.gateway(0, ["train", "--dataset", "digits", "--algorithm", "features", "--name", "m"])
+        let trained = try await replicas.gateway(
+            0, ["train", "--dataset", "digits", "--algorithm", "features", "--name", "m"])
         try #require(trained.status == 0, "\(trained.output)")
         let before = replicas.directory.appendingPathComponent("before.model")
         let exported = try await replicas.gateway(0, ["model", "export", "m", "-o", before.path])
@@ -31,23 +35,31 @@ import Testing
         let written = replicas.blobs(0)
         #expect(written.count == 31, "\(written.count) blobs on replica 0")
         for hash in written {
-            #expect(replicas.blobs(1).contains(hash) || replicas.blobs(2).contains(hash), "blob \(hash) is on replica 0 only")
+            #expect(
+                replicas.blobs(1).contains(hash) || replicas.blobs(2).contains(hash),
+                "blob \(hash) is on replica 0 only")
         }
 
         replicas.kill9(0)
         let after = replicas.directory.appendingPathComponent("after.model")
         let again = try await replicas.gatewayRetrying(1, ["model", "export", "m", "-o", after.path])
         #expect(again.status == 0, "\(again.output)")
-        #expect(try Data(contentsOf: after) == Data(contentsOf: before), "the model exported through another replica is the same file")
+        #expect(
+            try Data(contentsOf: after) == Data(contentsOf: before),
+            "the model exported through another replica is the same file")
         let evaluated = try await replicas.gatewayRetrying(2, ["evaluate", "m", "digits"])
         #expect(evaluated.status == 0, "\(evaluated.output)")
         #expect(replicas.blobs(2).isSuperset(of: written), "replica 2 fetched what it lacked and kept it")
         // Replica 0's copies are lost with it: the survivors' repair puts every blob on both of them.
         let lost = ContinuousClock.now
-        while !(replicas.blobs(1).isSuperset(of: written) && replicas.blobs(2).isSuperset(of: written)), ContinuousClock.now - lost < TestTime.scaled(.seconds(20)) {
+        while !(replicas.blobs(1).isSuperset(of: written) && replicas.blobs(2).isSuperset(of: written)),
+            ContinuousClock.now - lost < TestTime.scaled(.seconds(20))
+        {
             try await Task.sleep(for: .milliseconds(250))
         }
-        #expect(replicas.blobs(1).isSuperset(of: written) && replicas.blobs(2).isSuperset(of: written), "the repair made two copies again")
+        #expect(
+            replicas.blobs(1).isSuperset(of: written) && replicas.blobs(2).isSuperset(of: written),
+            "the repair made two copies again")
     }
 }
 
@@ -56,6 +68,9 @@ extension ClusterReplicas {
     fileprivate func blobs(_ replica: Int) -> Set<String> {
         let root = dataDirectory(replica).appendingPathComponent("blobs")
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
-        return Set(folders.filter { $0.count == 2 }.flatMap { (try? FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent($0).path)) ?? [] })
+        return Set(
+            folders.filter { $0.count == 2 }.flatMap {
+                (try? FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent($0).path)) ?? []
+            })
     }
 }

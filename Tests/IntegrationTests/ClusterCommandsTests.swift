@@ -10,7 +10,8 @@ import Testing
     final class Cluster {
         let addresses: [String]
         let spareAddress: String
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ClusterCommandsTests-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ClusterCommandsTests-\(UUID().uuidString)")
         var replicas: [DqliteReplica] = []
         var spare: DqliteNode?
 
@@ -21,15 +22,19 @@ import Testing
             for (index, address) in addresses.enumerated() {
                 replicas.append(
                     try DqliteReplica(
-                        addresses: addresses, ownAddress: address, dataDirectory: directory.appendingPathComponent("node\(index + 1)").path,
-                        database: "health", networkLatency: .milliseconds(10), leaderWait: TestTime.scaled(.seconds(20))))
+                        addresses: addresses, ownAddress: address,
+                        dataDirectory: directory.appendingPathComponent("node\(index + 1)").path,
+                        database: "health", networkLatency: .milliseconds(10), leaderWait: TestTime.scaled(.seconds(20))
+                    ))
             }
         }
 
         var list: String { addresses.joined(separator: ",") }
 
         func gateway(_ arguments: [String]) async throws -> (status: Int32, output: String) {
-            try await Stack.run("\(Stack.binDirectory)/gateway", ["cluster"] + arguments, environment: ProcessInfo.processInfo.environment)
+            try await Stack.run(
+                "\(Stack.binDirectory)/gateway", ["cluster"] + arguments,
+                environment: ProcessInfo.processInfo.environment)
         }
 
         deinit {
@@ -71,10 +76,14 @@ import Testing
 
         let imported = try await cluster.gateway(["import", "health", file, "--cluster", cluster.list])
         #expect(imported.status == 0, "\(imported.output)")
-        #expect(imported.output.contains("samples: 1000 rows") && imported.output.contains("imported 1001 rows in 2 tables"), "\(imported.output)")
+        #expect(
+            imported.output.contains("samples: 1000 rows")
+                && imported.output.contains("imported 1001 rows in 2 tables"), "\(imported.output)")
 
         let again = try await cluster.gateway(["import", "health", file, "--cluster", cluster.list])
-        #expect(again.status == 9 && again.output.contains("holds data") && again.output.contains("--replace"), "\(again.output)")
+        #expect(
+            again.status == 9 && again.output.contains("holds data") && again.output.contains("--replace"),
+            "\(again.output)")
 
         let backup = cluster.directory.appendingPathComponent("backup.sqlite").path
         let backedUp = try await cluster.gateway(["backup", "health", backup, "--cluster", cluster.list, "--json"])
@@ -91,14 +100,18 @@ import Testing
         #expect(refused.status == 9, "\(refused.output)")
         let restored = try await cluster.gateway(["restore", "health", backup, "--cluster", cluster.list, "--replace"])
         #expect(restored.status == 0 && restored.output.contains("restored 1001 rows"), "\(restored.output)")
-        let count = try cluster.replicas[1].client.retryingRead { session throws(DqliteError) in try session.query("SELECT count(*) FROM samples") }
+        let count = try cluster.replicas[1].client.retryingRead { session throws(DqliteError) in
+            try session.query("SELECT count(*) FROM samples")
+        }
         #expect(count.rows == [[.integer(1000)]])
     }
 
     @Test func membersAddAndRemove() async throws {
         let cluster = try Cluster()
         let members = try await cluster.gateway(["members", "health", "--cluster", cluster.list])
-        #expect(members.status == 0 && members.output.contains("voter") && members.output.contains("*"), "\(members.output)")
+        #expect(
+            members.status == 0 && members.output.contains("voter") && members.output.contains("*"), "\(members.output)"
+        )
         #expect(cluster.addresses.allSatisfy { members.output.contains($0) }, "\(members.output)")
 
         let spare = try DqliteNode(
@@ -109,7 +122,9 @@ import Testing
         let added = try await cluster.gateway(["add", "health", "4", cluster.spareAddress, "--cluster", cluster.list])
         #expect(added.status == 0, "\(added.output)")
         let four = try await cluster.gateway(["members", "health", "--cluster", cluster.list, "--json"])
-        #expect(four.status == 0 && four.output.contains("\"id\": 4") && four.output.contains(cluster.spareAddress), "\(four.output)")
+        #expect(
+            four.status == 0 && four.output.contains("\"id\": 4") && four.output.contains(cluster.spareAddress),
+            "\(four.output)")
 
         let leader = try #require(try cluster.replicas[0].client.leader())
         let removed = try await cluster.gateway(["remove", "health", leader.address, "--cluster", cluster.list])
@@ -121,7 +136,8 @@ import Testing
     }
 
     @Test func badInputIsRefusedWithAClearError() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ClusterCommandsTests-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ClusterCommandsTests-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         func gateway(_ arguments: [String]) async throws -> (status: Int32, output: String) {
@@ -142,15 +158,22 @@ import Testing
         #expect(noCluster.status == 3 && noCluster.output.contains("--cluster"), "\(noCluster.output)")
         let badService = try await gateway(["members", "Health!", "--cluster", "127.0.0.1:1"])
         #expect(badService.status == 3, "\(badService.output)")
-        let missing = try await gateway(["import", "health", directory.appendingPathComponent("nope.sqlite").path, "--cluster", "127.0.0.1:1"])
+        let missing = try await gateway([
+            "import", "health", directory.appendingPathComponent("nope.sqlite").path, "--cluster", "127.0.0.1:1",
+        ])
         #expect(missing.status == 66 && missing.output.contains("no such file"), "\(missing.output)")
         let notDatabase = try await gateway(["import", "health", text, "--cluster", "127.0.0.1:1"])
-        #expect(notDatabase.status == 3 && notDatabase.output.contains("not an SQLite database"), "\(notDatabase.output)")
+        #expect(
+            notDatabase.status == 3 && notDatabase.output.contains("not an SQLite database"), "\(notDatabase.output)")
         let notMenagerie = try await gateway(["import", "health", empty, "--cluster", "127.0.0.1:1"])
-        #expect(notMenagerie.status == 9 && notMenagerie.output.contains("not a Menagerie database"), "\(notMenagerie.output)")
+        #expect(
+            notMenagerie.status == 9 && notMenagerie.output.contains("not a Menagerie database"),
+            "\(notMenagerie.output)")
         let unreachable = try await gateway(["import", "health", valid, "--cluster", "127.0.0.1:1", "--timeout", "1"])
         #expect(unreachable.status == 14 && unreachable.output.contains("no leader"), "\(unreachable.output)")
-        let noDirectory = try await gateway(["backup", "health", "/nonexistent/dir/b.sqlite", "--cluster", "127.0.0.1:1"])
+        let noDirectory = try await gateway([
+            "backup", "health", "/nonexistent/dir/b.sqlite", "--cluster", "127.0.0.1:1",
+        ])
         #expect(noDirectory.status == 73, "\(noDirectory.output)")
     }
 }

@@ -6,7 +6,9 @@ import Testing
 /// `compose up --nodes 3`: three "machines" on this one (network namespaces on a private bridge), the zoo on each,
 /// driven through the gateway while a node is killed, another cut off and healed, and the first restarted from its
 /// disk; `down` leaves no namespace, link or bridge. Needs root and `ip netns`; skips, saying so, elsewhere.
-@Suite(.serialized, .timeLimit(.minutes(5)), .enabled(if: Nodes.available, "needs root and ip netns (iproute2): compose up --nodes makes network namespaces"))
+@Suite(
+    .serialized, .timeLimit(.minutes(5)),
+    .enabled(if: Nodes.available, "needs root and ip netns (iproute2): compose up --nodes makes network namespaces"))
 struct ComposeNodesTests {
     @Test func threeNodesSurviveAKillAPartitionAndARestartAndLeaveNothingBehind() async throws {
         let network = Nodes.freeNetwork()
@@ -37,7 +39,9 @@ struct ComposeNodesTests {
             // Node 3 cut off: nothing reaches it (a probe waits out its timeout), node 2 still answers, and so
             // do calls through the gateway; healed, node 3 answers again.
             let partition = try await compose("node", "partition", "3")
-            #expect(partition.status == 0 && partition.output.contains("node 3 partitioned (nftables)"), "\(partition.output)")
+            #expect(
+                partition.status == 0 && partition.output.contains("node 3 partitioned (nftables)"),
+                "\(partition.output)")
             #expect(try await probe(stack, addresses[2]) != 0, "a partitioned node answered")
             #expect(try await probe(stack, addresses[1]) == 0)
             try await expectReadsSucceed(stack, "with node 1 killed and node 3 partitioned")
@@ -45,7 +49,9 @@ struct ComposeNodesTests {
             #expect(try await probe(stack, addresses[2]) == 0, "node 3 does not answer after heal")
 
             // Without nftables (or asked to), a partition takes the node's link down; heal brings it up.
-            let link = try await stack.compose(environment: network.environment.merging(["MENAGERIE_PARTITION": "link"]) { $1 }, ["node", "partition", "2"])
+            let link = try await stack.compose(
+                environment: network.environment.merging(["MENAGERIE_PARTITION": "link"]) { $1 },
+                ["node", "partition", "2"])
             #expect(link.status == 0 && link.output.contains("node 2 partitioned (link)"), "\(link.output)")
             #expect(try await compose("node", "list").output.contains("partitioned(link)"))
             #expect(try await probe(stack, addresses[1]) != 0, "a node whose link is down answered")
@@ -56,7 +62,8 @@ struct ComposeNodesTests {
             let restart = try await compose("node", "restart", "1")
             #expect(restart.status == 0, "\(restart.output)")
             instances = try statusInstances(try await stack.gateway(["status", "--json"]).output)
-            #expect(instances.allSatisfy { $0["health"] as? String == "SERVING" } && instances.count == 3, "\(instances)")
+            #expect(
+                instances.allSatisfy { $0["health"] as? String == "SERVING" } && instances.count == 3, "\(instances)")
 
             let down = try await compose("down")
             #expect(down.status == 0, "\(down.output)")
@@ -81,7 +88,8 @@ struct ComposeNodesTests {
             try #require(up.status == 0, "compose up --nodes 2 zoo failed: \(up.output)")
             let restart = try await compose("node", "restart", "2")
             #expect(restart.status == 0, "\(restart.output)")
-            let node2 = try FileManager.default.contentsOfDirectory(atPath: stack.state.appendingPathComponent("nodes/2").path)
+            let node2 = try FileManager.default.contentsOfDirectory(
+                atPath: stack.state.appendingPathComponent("nodes/2").path)
             #expect(node2.contains("zoo.0.supervisor"), "\(node2)")
             #expect(!node2.contains { $0.hasPrefix("ocr.") }, "node restart 2 started ocr, which up did not: \(node2)")
             #expect(!(try await compose("ps").output.contains("ocr")))
@@ -96,7 +104,9 @@ struct ComposeNodesTests {
         let network = Nodes.freeNetwork()
         defer { Nodes.removeLeftovers(tag: network.tag) }
         try await Stack.with(services: ["health"]) { stack in
-            let environment = network.environment.merging(["MENAGERIE_START_TIMEOUT": "\(Int(TestTime.scale * 30))"]) { $1 }
+            let environment = network.environment.merging(["MENAGERIE_START_TIMEOUT": "\(Int(TestTime.scale * 30))"]) {
+                $1
+            }
             func compose(_ arguments: String...) async throws -> (status: Int32, output: String) {
                 try await stack.compose(environment: environment, arguments)
             }
@@ -109,9 +119,12 @@ struct ComposeNodesTests {
             let again = try await compose("up", "--nodes", "3")
             #expect(again.status == 0, "compose up --nodes 3 on the cluster's data failed: \(again.output)")
             let instances = try statusInstances(try await stack.gateway(["status", "--json"]).output)
-            #expect(instances.count == 3 && instances.allSatisfy { $0["health"] as? String == "SERVING" }, "\(instances)")
+            #expect(
+                instances.count == 3 && instances.allSatisfy { $0["health"] as? String == "SERVING" }, "\(instances)")
             let twice = try await stack.gateway(["health", "user", "create", "keeper"])
-            #expect(twice.status != 0 && twice.output.contains("user \"keeper\" already exists"), "the user made before down is gone: \(twice.output)")
+            #expect(
+                twice.status != 0 && twice.output.contains("user \"keeper\" already exists"),
+                "the user made before down is gone: \(twice.output)")
             #expect(try await compose("down").status == 0)
         }
     }
@@ -125,7 +138,10 @@ struct ComposeNodesTests {
             let port = try #require(stack.basePorts["zoo"])
             try stack.writeConfig([ServiceSettings(name: "zoo", port: port, data: "data/zoo", nodes: [1, 3])])
             let placed = try await stack.compose(environment: network.environment, ["up", "--nodes", "2"])
-            #expect(placed.status == 1 && placed.output.contains("[zoo] is placed on node 3 (nodes = 1,3), and the stack has 2 node(s)"), "\(placed.output)")
+            #expect(
+                placed.status == 1
+                    && placed.output.contains("[zoo] is placed on node 3 (nodes = 1,3), and the stack has 2 node(s)"),
+                "\(placed.output)")
             for count in ["0", "100", "x"] {
                 let bad = try await stack.compose(environment: network.environment, ["up", "--nodes", count])
                 #expect(bad.status == 1 && bad.output.contains("--nodes must be a count 1-99"), "\(bad.output)")
@@ -134,12 +150,16 @@ struct ComposeNodesTests {
 
             // An up whose network fails halfway (node 2's link name is taken) removes what it made, and says so.
             try stack.writeConfig([ServiceSettings(name: "zoo", port: port, data: "data/zoo")])
-            let taken = Nodes.run(Nodes.ip ?? "ip", ["link", "add", "\(network.tag)-v2", "type", "veth", "peer", "name", "\(network.tag)-x"])
+            let taken = Nodes.run(
+                Nodes.ip ?? "ip",
+                ["link", "add", "\(network.tag)-v2", "type", "veth", "peer", "name", "\(network.tag)-x"])
             try #require(taken.status == 0, "cannot make a veth pair: \(taken.output)")
             let failed = try await stack.compose(environment: network.environment, ["up", "--nodes", "3"])
-            #expect(failed.status == 1 && failed.output.contains("could not make the nodes' network"), "\(failed.output)")
+            #expect(
+                failed.status == 1 && failed.output.contains("could not make the nodes' network"), "\(failed.output)")
             #expect(Nodes.namespaces(tag: network.tag).isEmpty, "namespaces left after a failed up")
-            #expect(Nodes.links(tag: network.tag).isEmpty, "links left after a failed up: \(Nodes.links(tag: network.tag))")
+            #expect(
+                Nodes.links(tag: network.tag).isEmpty, "links left after a failed up: \(Nodes.links(tag: network.tag))")
             #expect(!FileManager.default.fileExists(atPath: stack.state.appendingPathComponent("network").path))
         }
     }
@@ -147,19 +167,26 @@ struct ComposeNodesTests {
     /// Zoo reads through the gateway, each a fresh gateway process (its first endpoint is node 1's).
     private func expectReadsSucceed(_ stack: Stack, _ when: String) async throws {
         for _ in 0..<3 {
-            let search = try await stack.gateway(["zoo", "search", "--limit", "1", "--timeout", "\(10 * TestTime.scale)"])
+            let search = try await stack.gateway([
+                "zoo", "search", "--limit", "1", "--timeout", "\(10 * TestTime.scale)",
+            ])
             #expect(search.status == 0, "zoo search \(when): \(search.output)")
         }
     }
 
     private func probe(_ stack: Stack, _ address: String) async throws -> Int32 {
-        try await Stack.run("\(Stack.binDirectory)/gateway", ["probe", address, "--quiet", "--timeout", "\(TestTime.scale)"], environment: stack.environment).status
+        try await Stack.run(
+            "\(Stack.binDirectory)/gateway", ["probe", address, "--quiet", "--timeout", "\(TestTime.scale)"],
+            environment: stack.environment
+        ).status
     }
 }
 
 /// The host's side of the tests' nodes.
 enum Nodes {
-    static let ip = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    static let ip = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
 
     /// Root, with the ip program and network namespaces (a namespace can be made and removed).
     static let available: Bool = {
@@ -173,14 +200,18 @@ enum Nodes {
     static func freeNetwork() -> (tag: String, subnet: String, environment: [String: String]) {
         let used = run(ip ?? "ip", ["-4", "-o", "addr", "show"]).output
         var subnet = ""
-        repeat { subnet = "10.\(Int.random(in: 200...250)).\(Int.random(in: 0...255))" } while used.contains(" \(subnet).")
+        repeat {
+            subnet = "10.\(Int.random(in: 200...250)).\(Int.random(in: 0...255))"
+        } while used.contains(" \(subnet).")
         let tag = "t" + String(format: "%05x", Int.random(in: 0..<0xFFFFF))
         return (tag, subnet, ["MENAGERIE_NODE_TAG": tag, "MENAGERIE_NODE_SUBNET": subnet])
     }
 
     static func namespaces(tag: String) -> [String] {
-        run(ip ?? "ip", ["netns", "list"]).output.split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) }
-            .filter { $0.hasPrefix("\(tag)-") }.sorted()
+        run(ip ?? "ip", ["netns", "list"]).output.split(separator: "\n").compactMap {
+            $0.split(separator: " ").first.map(String.init)
+        }
+        .filter { $0.hasPrefix("\(tag)-") }.sorted()
     }
 
     static func links(tag: String) -> [String] {

@@ -12,7 +12,9 @@ import Testing
             kill(victim, SIGKILL)
             // The supervisor notices at once and waits 1 s before restarting; meanwhile the dead pid is not the replica's.
             try await Task.sleep(for: .milliseconds(400))
-            #expect(try stack.servicePids()["zoo.0"] != victim, "the pid file still names the dead replica during its back-off")
+            #expect(
+                try stack.servicePids()["zoo.0"] != victim,
+                "the pid file still names the dead replica during its back-off")
             let ps = try await stack.compose("ps")
             #expect(!ps.output.contains(" \(victim) "), "\(ps.output)")
         }
@@ -22,17 +24,28 @@ import Testing
         try await Stack.with(services: ["zoo", "ocr"]) { stack in
             // zoo comes first and cannot bind its port; ocr must start all the same.
             let blocker = try Stack.spawn(
-                "\(Stack.binDirectory)/ocr", ["--port", "\(try #require(stack.basePorts["zoo"]))",
-                                              "--data-dir", stack.directory.appendingPathComponent("blocker").path])
-            defer { if blocker.isRunning { blocker.terminate(); blocker.waitUntilExit() } }
+                "\(Stack.binDirectory)/ocr",
+                [
+                    "--port", "\(try #require(stack.basePorts["zoo"]))",
+                    "--data-dir", stack.directory.appendingPathComponent("blocker").path,
+                ])
+            defer {
+                if blocker.isRunning {
+                    blocker.terminate()
+                    blocker.waitUntilExit()
+                }
+            }
             try await Stack.waitServing(port: try #require(stack.basePorts["zoo"]))
 
             let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": Stack.scaledSeconds(4)], ["up"])
             #expect(up.status == 1, "\(up.output)")
             #expect(up.output.contains("1 replica(s) did not report SERVING: zoo.0"), "\(up.output)")
             let status = try await stack.gateway(["status", "--json"])
-            #expect(try statusInstances(status.output).contains { $0["service"] as? String == "ocr" && $0["health"] as? String == "SERVING" },
-                    "ocr was not started after zoo failed: \(status.output)")
+            #expect(
+                try statusInstances(status.output).contains {
+                    $0["service"] as? String == "ocr" && $0["health"] as? String == "SERVING"
+                },
+                "ocr was not started after zoo failed: \(status.output)")
         }
     }
 
@@ -44,26 +57,28 @@ import Testing
             let bin = stack.directory.appendingPathComponent("bin")
             try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
             for program in ["gateway", "menagerie-compose"] {
-                try FileManager.default.createSymbolicLink(atPath: bin.appendingPathComponent(program).path,
-                                                           withDestinationPath: "\(Stack.binDirectory)/\(program)")
+                try FileManager.default.createSymbolicLink(
+                    atPath: bin.appendingPathComponent(program).path,
+                    withDestinationPath: "\(Stack.binDirectory)/\(program)")
             }
             // A zoo that crashes as a Swift program does, with a backtrace longer than a log's tail.
             let zoo = bin.appendingPathComponent("zoo")
             try """
-                #!/bin/sh
-                echo "started as $0"
-                echo "💣 Program crashed: Aborted at 0x00000000000004d2"
-                echo "Thread 2 crashed:"
-                echo "0 0x00007f65881c0eec __pthread_kill_implementation + 268 in libc.so.6"
-                echo "1 0x00007f6588177012 raise + 17 in libc.so.6"
-                echo "2 0x00007f6588161468 abort + 208 in libc.so.6"
-                echo "3 0x00007f6589a3c1f0 ERRCODE::error + 400 in libtesseract.so.5"
-                i=0; while [ $i -lt 60 ]; do echo "r$i 0x0000000000000000"; i=$((i + 1)); done
-                kill -ABRT $$
+            #!/bin/sh
+            echo "started as $0"
+            echo "💣 Program crashed: Aborted at 0x00000000000004d2"
+            echo "Thread 2 crashed:"
+            echo "0 0x00007f65881c0eec __pthread_kill_implementation + 268 in libc.so.6"
+            echo "1 0x00007f6588177012 raise + 17 in libc.so.6"
+            echo "2 0x00007f6588161468 abort + 208 in libc.so.6"
+            echo "3 0x00007f6589a3c1f0 ERRCODE::error + 400 in libtesseract.so.5"
+            i=0; while [ $i -lt 60 ]; do echo "r$i 0x0000000000000000"; i=$((i + 1)); done
+            kill -ABRT $$
 
-                """.write(to: zoo, atomically: true, encoding: .utf8)
+            """.write(to: zoo, atomically: true, encoding: .utf8)
             try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: zoo.path)
-            let up = try await stack.compose(environment: ["MENAGERIE_BIN_DIR": bin.path, "MENAGERIE_START_TIMEOUT": Stack.scaledSeconds(2)], ["up"])
+            let up = try await stack.compose(
+                environment: ["MENAGERIE_BIN_DIR": bin.path, "MENAGERIE_START_TIMEOUT": Stack.scaledSeconds(2)], ["up"])
             #expect(up.status == 1, "\(up.output)")
             #expect(up.output.contains("Program crashed: Aborted"), "\(up.output)")
             #expect(up.output.contains("ERRCODE::error + 400 in libtesseract.so.5"), "\(up.output)")
@@ -110,7 +125,8 @@ import Testing
             let base = try #require(stack.basePorts["zoo"])
             func waitForLine(of replica: String, port: Int) async throws -> String {
                 var text = ""
-                for _ in 0..<Int(100 * TestTime.scale) where !text.contains("\(replica) | ") || !text.contains(":\(port)") {
+                for _ in 0..<Int(100 * TestTime.scale)
+                where !text.contains("\(replica) | ") || !text.contains(":\(port)") {
                     try await Task.sleep(for: .milliseconds(100))
                     text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
                 }
@@ -120,11 +136,15 @@ import Testing
             try #require(up.status == 0, "\(up.output)")
             // Each replica logs the port it listens on when it starts.
             let first = try await waitForLine(of: "zoo.0", port: base)
-            #expect(first.contains("zoo.0 | ") && first.contains(":\(base)"), "logs -f did not show the replica started after it: \(first)")
+            #expect(
+                first.contains("zoo.0 | ") && first.contains(":\(base)"),
+                "logs -f did not show the replica started after it: \(first)")
             let scale = try await stack.compose("scale", "zoo=2")
             try #require(scale.status == 0, "\(scale.output)")
             let text = try await waitForLine(of: "zoo.1", port: base + 1)
-            #expect(text.contains("zoo.1 | ") && text.contains(":\(base + 1)"), "logs -f did not show the replica added later: \(text)")
+            #expect(
+                text.contains("zoo.1 | ") && text.contains(":\(base + 1)"),
+                "logs -f did not show the replica added later: \(text)")
         }
         // Once the stack's state is gone, the follower and its tails are gone too (they stayed, one set per run).
         var left: [String] = []
@@ -142,7 +162,8 @@ import Testing
         try await Stack.with(services: ["zoo"]) { stack in
             let logs = stack.state.appendingPathComponent("nodes/2/logs")
             try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
-            try "listening on 10.231.0.12\n".write(to: logs.appendingPathComponent("zoo.0.log"), atomically: true, encoding: .utf8)
+            try "listening on 10.231.0.12\n".write(
+                to: logs.appendingPathComponent("zoo.0.log"), atomically: true, encoding: .utf8)
             let output = stack.directory.appendingPathComponent("follow.log")
             _ = FileManager.default.createFile(atPath: output.path, contents: nil)
             let handle = try FileHandle(forWritingTo: output)

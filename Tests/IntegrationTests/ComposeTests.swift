@@ -44,7 +44,8 @@ import Testing
             for _ in 0..<100 where restarted == nil {
                 try await Task.sleep(for: .milliseconds(100))
                 if let pid = try stack.servicePids()["ocr.1"], pid != victim,
-                   try await stack.gateway(["status", "--json"]).status == 0 {
+                    try await stack.gateway(["status", "--json"]).status == 0
+                {
                     restarted = pid
                 }
             }
@@ -56,7 +57,8 @@ import Testing
                 let replicas = service == "ocr" ? 3 : 1
                 for index in 0..<replicas {
                     for _ in 0..<5 {
-                        RawSocket.sendAndClose((0..<512).map { _ in UInt8.random(in: 0...255, using: &generator) }, to: base + index)
+                        RawSocket.sendAndClose(
+                            (0..<512).map { _ in UInt8.random(in: 0...255, using: &generator) }, to: base + index)
                     }
                     RawSocket.sendAndClose([0, 0xFF, 0xFF, 0xFF, 0xFF], to: base + index)
                 }
@@ -67,7 +69,10 @@ import Testing
 
             // Scaling down removes replicas; down leaves no process behind.
             #expect(try await stack.compose("scale", "ocr=1").status == 0)
-            #expect(try statusInstances(try await stack.gateway(["status", "--json"]).output).filter { $0["service"] as? String == "ocr" }.count == 1)
+            #expect(
+                try statusInstances(try await stack.gateway(["status", "--json"]).output).filter {
+                    $0["service"] as? String == "ocr"
+                }.count == 1)
             let down = try await stack.compose("down")
             #expect(down.status == 0, "\(down.output)")
             #expect(stack.processesOfThisStack().isEmpty)
@@ -78,23 +83,31 @@ import Testing
     /// compose/compose reads the services file through GatewayKit's ServiceList, its one parser: `compose config`
     /// prints what `ServiceList.render` does, and the same error for the same line, as compose says it.
     @Test func composeReadsTheServicesFileAsServiceListDoes() async throws {
-        let shipped = try String(contentsOf: Stack.root.appendingPathComponent("compose/services.conf"), encoding: .utf8)
+        let shipped = try String(
+            contentsOf: Stack.root.appendingPathComponent("compose/services.conf"), encoding: .utf8)
         let texts = [
             shipped, shipped.replacingOccurrences(of: "# arg = ", with: "arg = "),
             "[zoo]\nport = 07100\n\targ=--refresh=0 2 * * 6  \r\n  [ocr]\t\nport=7200\nreplicas = 0\ndata = /var/ocr\narg = -n\narg = a # b",
-            "zoo 7100 1 .data/zoo\n", "[zoo]\nport = 7100\ntls = on", "[zoo]\nport = 71x", "[zoo]\nport = 65536", "[zoo]\nport = 0",
-            "[zoo]\nport = 1\nreplicas = -1", "[zoo]\nport = 1\nreplicas = 100000", "[zoo]\nreplicas = 2\n", "[zoo]\nport = 1\nport = 2",
-            "[zoo]\nport = 1\n[ocr]\nport = 2\n[zoo]", "port = 1", "[z o]", "[]", "[zoo]\nport = 1\narg =", "[zoo]\nport = 1\ndata =  ",
-            "[zoo]\nport 7100", "= 1", "[zoo]\nport = 1\n= 1", "[zoo]\nport = 1\nport, replicas = 2", "[zoo]\nport = 1\n* = 2",
+            "zoo 7100 1 .data/zoo\n", "[zoo]\nport = 7100\ntls = on", "[zoo]\nport = 71x", "[zoo]\nport = 65536",
+            "[zoo]\nport = 0",
+            "[zoo]\nport = 1\nreplicas = -1", "[zoo]\nport = 1\nreplicas = 100000", "[zoo]\nreplicas = 2\n",
+            "[zoo]\nport = 1\nport = 2",
+            "[zoo]\nport = 1\n[ocr]\nport = 2\n[zoo]", "port = 1", "[z o]", "[]", "[zoo]\nport = 1\narg =",
+            "[zoo]\nport = 1\ndata =  ",
+            "[zoo]\nport 7100", "= 1", "[zoo]\nport = 1\n= 1", "[zoo]\nport = 1\nport, replicas = 2",
+            "[zoo]\nport = 1\n* = 2",
             // Placement on the nodes of `compose up --nodes N`.
-            "[zoo]\nport = 1\nnodes = 3, 1\t,02\n[ocr]\nport = 2\nnodes=1", "[zoo]\nport = 1\nnodes = 1,,2", "[zoo]\nport = 1\nnodes = 1,2,",
-            "[zoo]\nport = 1\nnodes = 01,1", "[zoo]\nport = 1\nnodes =", "[zoo]\nport = 1\nnodes = 100", "[zoo]\nport = 1\nnodes = 0",
+            "[zoo]\nport = 1\nnodes = 3, 1\t,02\n[ocr]\nport = 2\nnodes=1", "[zoo]\nport = 1\nnodes = 1,,2",
+            "[zoo]\nport = 1\nnodes = 1,2,",
+            "[zoo]\nport = 1\nnodes = 01,1", "[zoo]\nport = 1\nnodes =", "[zoo]\nport = 1\nnodes = 100",
+            "[zoo]\nport = 1\nnodes = 0",
             "[zoo]\nport = 1\nnodes = 1\nnodes = 2", "[zoo]\nport = 1\nnodes = ,", "[zoo]\nport = 1\nnodes = one",
             // What compose installs, whether a service clusters, its deploy files.
             "[ocr]\nport = 1\nmodels = ppocr sevenseg\ncluster = yes\nblobs = yes\nproto = a.b\ncontainer = c\nkubernetes = k",
             "[ocr]\nport = 1\nmodels = nothing", "[ocr]\nport = 1\ncluster = on", "[ocr]\nport = 1\nblobs = yes",
         ]
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-config-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "menagerie-config-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("services.conf")
@@ -108,9 +121,12 @@ import Testing
                 ])
             do {
                 let services = try ServiceList.parse(text, file: file.path)
-                #expect(composed.status == 0 && composed.output == ServiceList.render(services), "\(text)\n→ \(composed.output)")
+                #expect(
+                    composed.status == 0 && composed.output == ServiceList.render(services),
+                    "\(text)\n→ \(composed.output)")
             } catch {
-                #expect(composed.status == 1 && composed.output == "compose: \(error)\n", "\(text)\n→ \(composed.output)")
+                #expect(
+                    composed.status == 1 && composed.output == "compose: \(error)\n", "\(text)\n→ \(composed.output)")
             }
         }
     }
@@ -118,24 +134,33 @@ import Testing
     /// Each replica gets its service's `arg` lines, those `up` starts and those `scale` adds, and runs in the
     /// services file's folder; the shipped file's weekly zoo refresh, uncommented, is scheduled and loads the data.
     @Test func eachReplicaGetsItsServicesArgumentsAndTheShippedRefreshTurnsOn() async throws {
-        let shipped = try String(contentsOf: Stack.root.appendingPathComponent("compose/services.conf"), encoding: .utf8)
-        #expect(try ServiceList.parse(shipped).first { $0.name == "zoo" }?.arguments == [], "the shipped file turns the refresh on")
-        let zoo = try #require(try ServiceList.parse(shipped.replacingOccurrences(of: "# arg = ", with: "arg = ")).first { $0.name == "zoo" })
+        let shipped = try String(
+            contentsOf: Stack.root.appendingPathComponent("compose/services.conf"), encoding: .utf8)
+        #expect(
+            try ServiceList.parse(shipped).first { $0.name == "zoo" }?.arguments == [],
+            "the shipped file turns the refresh on")
+        let zoo = try #require(
+            try ServiceList.parse(shipped.replacingOccurrences(of: "# arg = ", with: "arg = ")).first {
+                $0.name == "zoo"
+            })
         let prefix = "--refresh-source="
         let source = try #require(zoo.arguments.first { $0.hasPrefix(prefix) }?.dropFirst(prefix.count))
         #expect(zoo.arguments == ["--refresh=0 2 * * 6", "\(prefix)\(source)"])
         // The source is relative to the services file's folder; the stack's file lives elsewhere, so there the
         // same data is reached through a relative path of its own.
-        let data = Stack.root.appendingPathComponent("compose").appendingPathComponent(String(source)).standardizedFileURL
+        let data = Stack.root.appendingPathComponent("compose").appendingPathComponent(String(source))
+            .standardizedFileURL
         let arguments = ["--refresh=0 2 * * 6", "\(prefix)open-data"]
         try await Stack.with(services: ["zoo"], arguments: ["zoo": arguments]) { stack in
-            try FileManager.default.createSymbolicLink(at: stack.directory.appendingPathComponent("open-data"), withDestinationURL: data)
+            try FileManager.default.createSymbolicLink(
+                at: stack.directory.appendingPathComponent("open-data"), withDestinationURL: data)
             let up = try await stack.compose("up")
             try #require(up.status == 0, "compose up failed: \(up.output)")
             let status = try await stack.gateway(["zoo", "status"])
             #expect(status.status == 0, "\(status.output)")
             #expect(status.output.contains("refresh: \"0 2 * * 6\" from open-data; next "), "\(status.output)")
-            #expect(status.output.contains("succeeded") && status.output.contains("from open-data:"), "\(status.output)")
+            #expect(
+                status.output.contains("succeeded") && status.output.contains("from open-data:"), "\(status.output)")
 
             let scale = try await stack.compose("scale", "zoo=2")
             try #require(scale.status == 0, "\(scale.output)")
@@ -159,7 +184,9 @@ import Testing
             #expect(two.status == 0, "\(two.output)")
             #expect(stack.processesOfThisStack().count == 4)  // 2 supervisors + 2 services
             let status = try await stack.gateway(["status", "--json"])
-            #expect(try statusInstances(status.output).compactMap { $0["service"] as? String } == ["ocr", "zoo"], "\(status.output)")
+            #expect(
+                try statusInstances(status.output).compactMap { $0["service"] as? String } == ["ocr", "zoo"],
+                "\(status.output)")
         }
     }
 
@@ -167,15 +194,18 @@ import Testing
         // Nothing listens on a fresh free port.
         let port = try RawSocket.freePortBlock(count: 1)
         let result = try await Stack.run(
-            "\(Stack.binDirectory)/gateway", ["methods", "zoo", "--endpoint", "zoo=127.0.0.1:\(port)", "--timeout", "2"],
+            "\(Stack.binDirectory)/gateway",
+            ["methods", "zoo", "--endpoint", "zoo=127.0.0.1:\(port)", "--timeout", "2"],
             environment: ProcessInfo.processInfo.environment)
         #expect(result.status == Int32(14))
         #expect(result.output.contains("UNAVAILABLE"))
         let missingState = try await Stack.run(
-            "\(Stack.binDirectory)/gateway", ["methods", "zoo", "--state", "/nonexistent/menagerie-state"], environment: [:])
+            "\(Stack.binDirectory)/gateway", ["methods", "zoo", "--state", "/nonexistent/menagerie-state"],
+            environment: [:])
         #expect(missingState.status == Int32(14))
         #expect(missingState.output.contains("no endpoint known for zoo"), "\(missingState.output)")
-        let bad = try await Stack.run("\(Stack.binDirectory)/gateway", ["methods", "zoo", "--endpoint", "nonsense"], environment: [:])
+        let bad = try await Stack.run(
+            "\(Stack.binDirectory)/gateway", ["methods", "zoo", "--endpoint", "nonsense"], environment: [:])
         #expect(bad.status != 0)
         #expect(bad.output.contains("INVALID_ARGUMENT"))
     }
@@ -183,10 +213,16 @@ import Testing
     /// A timeout that is a number but none a call can wait is a bad value (3), like any other (issue 9, #13).
     @Test func gatewayRejectsTimeoutsItCannotWaitAsBadValues() async throws {
         for value in ["nan", "inf", "1e300", "0", "-1"] {
-            for command in [["status", "--endpoint", "zoo=127.0.0.1:1"], ["methods", "zoo", "--endpoint", "zoo=127.0.0.1:1"], ["probe", "127.0.0.1:1"]] {
-                let result = try await Stack.run("\(Stack.binDirectory)/gateway", command + ["--timeout=\(value)"], environment: [:])
-                #expect(result.status == 3, "\(command) --timeout=\(value): \(result.status) \(result.output.prefix(300))")
-                #expect(result.output.contains("--timeout"), "\(command) --timeout=\(value): \(result.output.prefix(300))")
+            for command in [
+                ["status", "--endpoint", "zoo=127.0.0.1:1"], ["methods", "zoo", "--endpoint", "zoo=127.0.0.1:1"],
+                ["probe", "127.0.0.1:1"],
+            ] {
+                let result = try await Stack.run(
+                    "\(Stack.binDirectory)/gateway", command + ["--timeout=\(value)"], environment: [:])
+                #expect(
+                    result.status == 3, "\(command) --timeout=\(value): \(result.status) \(result.output.prefix(300))")
+                #expect(
+                    result.output.contains("--timeout"), "\(command) --timeout=\(value): \(result.output.prefix(300))")
             }
         }
     }
@@ -194,12 +230,16 @@ import Testing
     @Test func gatewayRejectsMalformedEndpointsAsInvalidArgument() async throws {
         for endpoint in ["zoo=garbage", "zoo=127.0.0.1:99999", "zoo=127.0.0.1", "zoo=127.0.0.1:1,nonsense"] {
             for command in [["status"], ["status", "--json"], ["methods", "zoo"]] {
-                let result = try await Stack.run("\(Stack.binDirectory)/gateway", command + ["--endpoint", endpoint], environment: [:])
+                let result = try await Stack.run(
+                    "\(Stack.binDirectory)/gateway", command + ["--endpoint", endpoint], environment: [:])
                 #expect(result.status == 3, "\(command) --endpoint \(endpoint): \(result.output)")
-                #expect(result.output.uppercased().contains("INVALID_ARGUMENT"), "\(command) --endpoint \(endpoint): \(result.output)")
+                #expect(
+                    result.output.uppercased().contains("INVALID_ARGUMENT"),
+                    "\(command) --endpoint \(endpoint): \(result.output)")
             }
         }
-        let fromEnvironment = try await Stack.run("\(Stack.binDirectory)/gateway", ["status"], environment: ["MENAGERIE_ENDPOINTS": "zoo=garbage"])
+        let fromEnvironment = try await Stack.run(
+            "\(Stack.binDirectory)/gateway", ["status"], environment: ["MENAGERIE_ENDPOINTS": "zoo=garbage"])
         #expect(fromEnvironment.status == 3, "\(fromEnvironment.output)")
     }
 
@@ -209,7 +249,8 @@ import Testing
         for flag in ["--idle-timeout", "--frame-timeout"] {
             for value in ["1e300", "1e17"] {
                 let result = try await Stack.run(
-                    "\(Stack.binDirectory)/ocr", ["--port", "0", "--data-dir", data.path, flag, value], environment: [:])
+                    "\(Stack.binDirectory)/ocr", ["--port", "0", "--data-dir", data.path, flag, value], environment: [:]
+                )
                 #expect(result.status == 64, "\(flag) \(value): \(result.status) \(result.output.prefix(300))")
                 #expect(result.output.contains(flag), "\(flag) \(value): \(result.output.prefix(300))")
             }
@@ -221,11 +262,18 @@ import Testing
             let zoo = try #require(stack.basePorts["zoo"])
             // Two zoo replicas would take ocr's port; two ocr replicas would need port 65536.
             for config in [
-                [ServiceSettings(name: "zoo", port: zoo, replicas: 2, data: "data/zoo"), ServiceSettings(name: "ocr", port: zoo + 1, data: "data/ocr")],
-                [ServiceSettings(name: "zoo", port: zoo, data: "data/zoo"), ServiceSettings(name: "ocr", port: 65535, replicas: 2, data: "data/ocr")],
+                [
+                    ServiceSettings(name: "zoo", port: zoo, replicas: 2, data: "data/zoo"),
+                    ServiceSettings(name: "ocr", port: zoo + 1, data: "data/ocr"),
+                ],
+                [
+                    ServiceSettings(name: "zoo", port: zoo, data: "data/zoo"),
+                    ServiceSettings(name: "ocr", port: 65535, replicas: 2, data: "data/ocr"),
+                ],
             ] {
                 try stack.writeConfig(config)
-                let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": Stack.scaledSeconds(5)], ["up"])
+                let up = try await stack.compose(
+                    environment: ["MENAGERIE_START_TIMEOUT": Stack.scaledSeconds(5)], ["up"])
                 #expect(up.status == 1 && up.output.contains("compose: "), "\(config): \(up.output)")
                 #expect(stack.processesOfThisStack().isEmpty, "\(config): up started replicas anyway")
             }
@@ -236,15 +284,23 @@ import Testing
         try await Stack.with(services: ["zoo", "ocr"]) { stack in
             // ocr's replicas start two ports above zoo's: zoo has room for two replicas, not three.
             let zoo = try #require(stack.basePorts["zoo"])
-            try stack.writeConfig([ServiceSettings(name: "zoo", port: zoo, data: "data/zoo"), ServiceSettings(name: "ocr", port: zoo + 2, data: "data/ocr")])
+            try stack.writeConfig([
+                ServiceSettings(name: "zoo", port: zoo, data: "data/zoo"),
+                ServiceSettings(name: "ocr", port: zoo + 2, data: "data/ocr"),
+            ])
             let up = try await stack.compose("up")
             try #require(up.status == 0, "\(up.output)")
             let pids = try stack.servicePids()
             let fast = ["MENAGERIE_START_TIMEOUT": Stack.scaledSeconds(5)]
-            for arguments in [["ocr=-1"], ["nosuch=2"], ["ocr=abc"], ["=2"], ["ocr"], ["ocr="], ["zoo=3"], ["zoo=08"], ["zoo=2", "ocr=abc"]] {
+            for arguments in [
+                ["ocr=-1"], ["nosuch=2"], ["ocr=abc"], ["=2"], ["ocr"], ["ocr="], ["zoo=3"], ["zoo=08"],
+                ["zoo=2", "ocr=abc"],
+            ] {
                 let result = try await stack.compose(environment: fast, ["scale"] + arguments)
                 #expect(result.status == 1, "scale \(arguments): \(result.output)")
-                #expect(!result.output.isEmpty && Self.onlyComposeLines(result.output), "scale \(arguments): \(result.output)")
+                #expect(
+                    !result.output.isEmpty && Self.onlyComposeLines(result.output),
+                    "scale \(arguments): \(result.output)")
             }
             #expect(try stack.servicePids() == pids, "a rejected scale changed the replicas")
             let again = try await stack.compose("up")
@@ -254,11 +310,17 @@ import Testing
             // A count with a leading zero is a decimal count.
             let two = try await stack.compose("scale", "zoo=02")
             #expect(two.status == 0 && two.output.contains("zoo scaled to 2"), "\(two.output)")
-            #expect(try statusInstances(try await stack.gateway(["status", "--json"]).output).filter { $0["service"] as? String == "zoo" }.count == 2)
+            #expect(
+                try statusInstances(try await stack.gateway(["status", "--json"]).output).filter {
+                    $0["service"] as? String == "zoo"
+                }.count == 2)
 
             // No replica on a port above 65535.
             #expect(try await stack.compose("down").status == 0)
-            try stack.writeConfig([ServiceSettings(name: "zoo", port: zoo, data: "data/zoo"), ServiceSettings(name: "ocr", port: 65535, replicas: 0, data: "data/ocr")])
+            try stack.writeConfig([
+                ServiceSettings(name: "zoo", port: zoo, data: "data/zoo"),
+                ServiceSettings(name: "ocr", port: 65535, replicas: 0, data: "data/ocr"),
+            ])
             let high = try await stack.compose(environment: fast, ["scale", "ocr=2"])
             #expect(high.status == 1 && high.output.contains("65536"), "\(high.output)")
             #expect(try stack.servicePids().isEmpty)
@@ -270,8 +332,14 @@ import Testing
             // Another Menagerie process (someone's own stack, say) holds ocr.0's port and answers SERVING there.
             let port = try #require(stack.basePorts["ocr"])
             let other = try Stack.spawn(
-                "\(Stack.binDirectory)/ocr", ["--port", "\(port)", "--data-dir", stack.directory.appendingPathComponent("other").path])
-            defer { if other.isRunning { other.terminate(); other.waitUntilExit() } }
+                "\(Stack.binDirectory)/ocr",
+                ["--port", "\(port)", "--data-dir", stack.directory.appendingPathComponent("other").path])
+            defer {
+                if other.isRunning {
+                    other.terminate()
+                    other.waitUntilExit()
+                }
+            }
             try await Stack.waitServing(port: port)
 
             let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": Stack.scaledSeconds(5)], ["up"])
@@ -279,8 +347,11 @@ import Testing
             #expect(up.output.contains("ocr.0"), "\(up.output)")
             // zoo did start, and the gateway finds it.
             let status = try await stack.gateway(["status", "--json"])
-            #expect(try statusInstances(status.output).contains { $0["service"] as? String == "zoo" && $0["health"] as? String == "SERVING" },
-                    "\(status.output)")
+            #expect(
+                try statusInstances(status.output).contains {
+                    $0["service"] as? String == "zoo" && $0["health"] as? String == "SERVING"
+                },
+                "\(status.output)")
 
             // Once the port is free, compose's own replica takes it over.
             other.terminate()
@@ -289,7 +360,9 @@ import Testing
             #expect(again.status == 0, "\(again.output)")
             let instances = try statusInstances(try await stack.gateway(["status", "--json"]).output)
             let ocr = try #require(instances.first { $0["service"] as? String == "ocr" })
-            #expect((ocr["pid"] as? String).flatMap { Int32($0) } == (try stack.servicePids()["ocr.0"]), "pid spelled as an int64: \(instances)")
+            #expect(
+                (ocr["pid"] as? String).flatMap { Int32($0) } == (try stack.servicePids()["ocr.0"]),
+                "pid spelled as an int64: \(instances)")
         }
     }
 
@@ -304,7 +377,8 @@ import Testing
             #expect(up.status == 1, "\(up.output)")
             let timeout = Stack.scaledSeconds(4)
             #expect(up.output.contains("did not report SERVING within \(timeout)s"), "\(up.output)")
-            #expect(took < .seconds(Int(timeout)! + 11), "compose up waited \(took) with a start timeout of \(timeout) s")
+            #expect(
+                took < .seconds(Int(timeout)! + 11), "compose up waited \(took) with a start timeout of \(timeout) s")
         }
     }
 
@@ -315,10 +389,13 @@ import Testing
             let pidFile = stack.directory.appendingPathComponent("stranger.pid")
             // Not waited for: Foundation learns of a process's exit when every inheritor of a socket it hands
             // the child has closed it, and sleep keeps it.
-            _ = try Stack.spawn("/usr/bin/setsid", ["-f", "/bin/sh", "-c", "echo $$ >'\(pidFile.path)'; exec sleep 300"])
+            _ = try Stack.spawn(
+                "/usr/bin/setsid", ["-f", "/bin/sh", "-c", "echo $$ >'\(pidFile.path)'; exec sleep 300"])
             var stranger: Int32?
             for _ in 0..<100 where stranger == nil {
-                stranger = (try? String(contentsOf: pidFile, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+                stranger = (try? String(contentsOf: pidFile, encoding: .utf8)).flatMap {
+                    Int32($0.trimmingCharacters(in: .whitespacesAndNewlines))
+                }
                 if stranger == nil { try await Task.sleep(for: .milliseconds(50)) }
             }
             let pid = try #require(stranger)
@@ -359,7 +436,9 @@ private final class SilentListener {
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, listen(descriptor, 128) == 0 else {
             Glibc.close(descriptor)

@@ -7,7 +7,8 @@ import Testing
 @Suite(.serialized) struct DocsTests {
     static let script = Stack.root.appendingPathComponent("docs/build-docs").path
     static let docc: String? = {
-        let candidates = ["/opt/swift/usr/bin/docc", "/usr/bin/docc"]
+        let candidates =
+            ["/opt/swift/usr/bin/docc", "/usr/bin/docc"]
             + (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/docc" }
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
     }()
@@ -19,7 +20,8 @@ import Testing
         environment["MENAGERIE_DOCS_SKIP_BUILD"] = "1"
         environment["MENAGERIE_BIN_DIR"] = Stack.binDirectory
         if let catalog { environment["MENAGERIE_DOCS_CATALOG"] = catalog.path }
-        return try await Stack.run(Self.script, [directory.appendingPathComponent("Menagerie.doccarchive").path], environment: environment)
+        return try await Stack.run(
+            Self.script, [directory.appendingPathComponent("Menagerie.doccarchive").path], environment: environment)
     }
 
     @Test func theGuideBuildsAndABrokenSymbolLinkFailsIt() async throws {
@@ -33,8 +35,12 @@ import Testing
         let built = try await Self.buildDocs(into: directory)
         #expect(built.status == 0, "\(built.output)")
         let data = directory.appendingPathComponent("Menagerie.doccarchive/data/documentation")
-        for page in ["menagerie/writeaservice.json", "servicekit.json", "rpc.json", "storage.json", "guestbookapi.json"] {
-            #expect(FileManager.default.fileExists(atPath: data.appendingPathComponent(page).path), "no \(page) in the archive")
+        for page in [
+            "menagerie/writeaservice.json", "servicekit.json", "rpc.json", "storage.json", "guestbookapi.json",
+        ] {
+            #expect(
+                FileManager.default.fileExists(atPath: data.appendingPathComponent(page).path),
+                "no \(page) in the archive")
         }
 
         // The same catalogue with one symbol link broken: the build fails and names it.

@@ -24,12 +24,16 @@ import Testing
         ]
         for arguments in parsed {
             let result = try await gateway(arguments + ["--endpoint", Self.dead, "--timeout", "2"])
-            #expect(result.status == 14, "gateway \(arguments.joined(separator: " ")): \(result.status) \(result.output.prefix(300))")
+            #expect(
+                result.status == 14,
+                "gateway \(arguments.joined(separator: " ")): \(result.status) \(result.output.prefix(300))")
         }
         // As a positional argument, with or without `--`: the value reaches the check of ids (exit 3, not a usage error).
         for arguments in [["zoo", "show", "--", "-5"], ["zoo", "show", "-5"]] {
             let shown = try await gateway(arguments + ["--endpoint", Self.dead, "--timeout", "2"])
-            #expect(shown.status == 3 && shown.output.contains("an animal's id is a number from 1 (got -5)"), "\(shown.output)")
+            #expect(
+                shown.status == 3 && shown.output.contains("an animal's id is a number from 1 (got -5)"),
+                "\(shown.output)")
         }
     }
 
@@ -52,7 +56,9 @@ import Testing
         ]
         for arguments in cases {
             let result = try await gateway(arguments + ["--endpoint", Self.dead])
-            #expect(result.status == 3, "gateway \(arguments.joined(separator: " ")): \(result.status) \(result.output.prefix(300))")
+            #expect(
+                result.status == 3,
+                "gateway \(arguments.joined(separator: " ")): \(result.status) \(result.output.prefix(300))")
             #expect(!result.output.isEmpty, "gateway \(arguments.joined(separator: " ")) says nothing")
         }
     }
@@ -71,11 +77,15 @@ import Testing
         ]
         for arguments in cases {
             let result = try await gateway(arguments + ["--endpoint", Self.dead])
-            #expect(result.status == 64, "gateway \(arguments.joined(separator: " ")): \(result.status) \(result.output.prefix(300))")
+            #expect(
+                result.status == 64,
+                "gateway \(arguments.joined(separator: " ")): \(result.status) \(result.output.prefix(300))")
         }
         let help = try await gateway(["zoo", "--help"])
         let helpText = help.output.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-        #expect(help.status == 0 && helpText.contains("exits 64") && helpText.contains("INVALID_ARGUMENT (3)"), "\(help.output)")
+        #expect(
+            help.status == 0 && helpText.contains("exits 64") && helpText.contains("INVALID_ARGUMENT (3)"),
+            "\(help.output)")
     }
 
     @Test func anUnknownServiceIsNotFound() async throws {

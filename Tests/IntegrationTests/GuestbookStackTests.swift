@@ -9,14 +9,20 @@ import Testing
 /// cluster. If this passes, those steps are all a new service needs.
 @Suite(.serialized) struct GuestbookStackTests {
     /// A Connect call with curl: the HTTP status and the JSON body.
-    static func call(_ port: Int, _ method: String, _ body: String, token: String? = nil) async throws -> (status: Int, body: [String: Any]) {
+    static func call(_ port: Int, _ method: String, _ body: String, token: String? = nil) async throws -> (
+        status: Int, body: [String: Any]
+    ) {
         var arguments = ["-s", "-w", "\n%{http_code}", "-H", "Content-Type: application/json", "--data-binary", body]
         if let token { arguments += ["-H", "Authorization: Bearer \(token)"] }
         let run = try await Stack.run(
-            "/usr/bin/curl", arguments + ["http://127.0.0.1:\(port)/menagerie.guestbook.v1.Guestbook/\(method)"], environment: [:])
+            "/usr/bin/curl", arguments + ["http://127.0.0.1:\(port)/menagerie.guestbook.v1.Guestbook/\(method)"],
+            environment: [:])
         let lines = run.output.split(separator: "\n", omittingEmptySubsequences: false)
         let json = lines.dropLast().joined(separator: "\n")
-        return (Int(lines.last ?? "") ?? 0, (try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]) ?? [:])
+        return (
+            Int(lines.last ?? "") ?? 0,
+            (try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]) ?? [:]
+        )
     }
 
     /// The JSON object the gateway printed under `--json` (pretty-printed: from the line that opens it on).
@@ -38,18 +44,26 @@ import Testing
             #expect(help.output.contains("guestbook"), "\(help.output)")
             let status = try await stack.gateway(["status", "--json"])
             let instances = try statusInstances(status.output)
-            #expect(instances.map { $0["service"] as? String } == ["guestbook"] && instances.first?["health"] as? String == "SERVING", "\(instances)")
+            #expect(
+                instances.map { $0["service"] as? String } == ["guestbook"]
+                    && instances.first?["health"] as? String == "SERVING", "\(instances)")
 
             // Its command group: add, list, show.
-            let added = try await stack.gateway(["guestbook", "add", "4", "Slon se koupal.", "--author", "Eva", "--json"])
+            let added = try await stack.gateway([
+                "guestbook", "add", "4", "Slon se koupal.", "--author", "Eva", "--json",
+            ])
             try #require(added.status == 0, "\(added.output)")
-            let id = try #require((try Self.json(added.output))["id"] as? String, "\(added.output)")  // int64 is a JSON string
+            // int64 is a JSON string
+            let id = try #require((try Self.json(added.output))["id"] as? String, "\(added.output)")
             let listed = try await stack.gateway(["guestbook", "list", "4"])
             #expect(listed.status == 0 && listed.output.contains("#\(id) animal 4, Eva"), "\(listed.output)")
 
             // Plain HTTP/JSON on the same port, through the same server: what the gateway stored, and a write.
             let page = try await Self.call(port, "ListEntries", #"{"animalId":"4"}"#)
-            #expect(page.status == 200 && (page.body["entries"] as? [[String: Any]])?.first?["text"] as? String == "Slon se koupal.", "\(page)")
+            #expect(
+                page.status == 200
+                    && (page.body["entries"] as? [[String: Any]])?.first?["text"] as? String == "Slon se koupal.",
+                "\(page)")
             let posted = try await Self.call(port, "AddEntry", #"{"animalId":"4","text":"Chobot!"}"#)
             #expect(posted.status == 200 && posted.body["text"] as? String == "Chobot!", "\(posted)")
             let bad = try await Self.call(port, "AddEntry", #"{"animalId":"0","text":"x"}"#)
@@ -63,7 +77,8 @@ import Testing
             let noState = stack.directory.appendingPathComponent("no-state")
             try FileManager.default.createDirectory(at: noState, withIntermediateDirectories: true)
             let withoutToken = try await Stack.run(
-                "\(Stack.binDirectory)/gateway", ["guestbook", "delete", id, "--endpoint", "guestbook=127.0.0.1:\(port)", "--state", noState.path],
+                "\(Stack.binDirectory)/gateway",
+                ["guestbook", "delete", id, "--endpoint", "guestbook=127.0.0.1:\(port)", "--state", noState.path],
                 environment: stack.environment.merging(["MENAGERIE_ADMIN_TOKEN": "", "MENAGERIE_TOKEN": ""]) { $1 })
             #expect(withoutToken.status == 16, "\(withoutToken.output)")
             #expect(try await stack.gateway(["guestbook", "show", id]).status == 0)
@@ -73,7 +88,9 @@ import Testing
 
             // Its job: counted in the background, followed to its result; listed among the service's jobs.
             let counted = try await stack.gateway(["guestbook", "count", "4", "--json"])
-            #expect(counted.status == 0 && (try? Self.json(counted.output))?["count"] as? String == "1", "\(counted.output)")
+            #expect(
+                counted.status == 0 && (try? Self.json(counted.output))?["count"] as? String == "1", "\(counted.output)"
+            )
             let jobs = try await stack.gateway(["guestbook", "jobs", "list"])
             #expect(jobs.status == 0 && jobs.output.contains("guestbook.count"), "\(jobs.output)")
             let anonymousJob = try await Self.call(port, "CountEntries", #"{"animalId":"4"}"#)
@@ -97,7 +114,8 @@ import Testing
     @Test func replicasShareOneDqliteCluster() async throws {
         let replicas = try ClusterReplicas("guestbook")
         for port in replicas.servicePorts { try await Stack.waitServing(port: port) }
-        let added = try await replicas.gatewayRetrying(0, ["add", "7", "Tygr spí.", "--json"], within: TestTime.scaled(.seconds(20)))
+        let added = try await replicas.gatewayRetrying(
+            0, ["add", "7", "Tygr spí.", "--json"], within: TestTime.scaled(.seconds(20)))
         try #require(added.status == 0, "\(added.output)")
         let id = try #require((try Self.json(added.output))["id"] as? String, "\(added.output)")
         let seen = try await replicas.gatewayRetrying(2, ["show", id], within: TestTime.scaled(.seconds(20)))

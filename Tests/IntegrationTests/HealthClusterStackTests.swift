@@ -17,21 +17,29 @@ import Testing
         try #require(created.status == 0, "\(created.output)")
         let token = try #require(created.output.split(separator: "\n").last.map(String.init))
 
-        let first = try await replicas.gateway(0, ["add", "stepCount", "100", "--start", "2026-05-01T09:00:00Z", "--token", token])
+        let first = try await replicas.gateway(
+            0, ["add", "stepCount", "100", "--start", "2026-05-01T09:00:00Z", "--token", token])
         #expect(first.status == 0 && first.output.contains("added 1"), "\(first.output)")
         let seenElsewhere = try await replicas.gateway(2, ["list", "stepCount", "--token", token])
-        #expect(seenElsewhere.status == 0 && seenElsewhere.output.contains("2026-05-01T09:00:00Z"), "\(seenElsewhere.output)")
+        #expect(
+            seenElsewhere.status == 0 && seenElsewhere.output.contains("2026-05-01T09:00:00Z"),
+            "\(seenElsewhere.output)")
 
         replicas.kill9(0)
         let killed = ContinuousClock.now
         // An UNAVAILABLE answer (nothing written) is retried, as a client would; anything else fails the test.
         let second = try await replicas.gatewayRetrying(
-            1, ["add", "stepCount", "200", "--start", "2026-05-01T10:00:00Z", "--token", token], within: .seconds(20), every: .milliseconds(200))
+            1, ["add", "stepCount", "200", "--start", "2026-05-01T10:00:00Z", "--token", token], within: .seconds(20),
+            every: .milliseconds(200))
         #expect(second.status == 0 && second.output.contains("added 1"), "\(second.output)")
-        print("health on 3 dqlite nodes: a write answered \(ContinuousClock.now - killed) after kill -9 of the leader's replica")
+        print(
+            "health on 3 dqlite nodes: a write answered \(ContinuousClock.now - killed) after kill -9 of the leader's replica"
+        )
 
         let both = try await replicas.gateway(2, ["list", "stepCount", "--token", token])
-        #expect(both.output.contains("2026-05-01T09:00:00Z") && both.output.contains("2026-05-01T10:00:00Z"), "\(both.output)")
+        #expect(
+            both.output.contains("2026-05-01T09:00:00Z") && both.output.contains("2026-05-01T10:00:00Z"),
+            "\(both.output)")
 
         replicas.processes[0] = try replicas.start(0)
         try await Stack.waitServing(port: replicas.servicePorts[0])

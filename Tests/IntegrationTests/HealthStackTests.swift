@@ -11,34 +11,53 @@ import Testing
         var environment = stack.environment
         environment["XDG_DATA_HOME"] = stack.directory.appendingPathComponent("xdg").path
         environment.removeValue(forKey: "MENAGERIE_HEALTH_TOKEN")
-        return try await Stack.run("\(Stack.binDirectory)/gateway", ["health"] + arguments + ["--state", stack.state.path], environment: environment)
+        return try await Stack.run(
+            "\(Stack.binDirectory)/gateway", ["health"] + arguments + ["--state", stack.state.path],
+            environment: environment)
     }
 
     /// The whole output as one JSON value: a progress line or anything else beside it fails the test.
-    func strictJSON(_ result: (status: Int32, output: String), sourceLocation: SourceLocation = #_sourceLocation) throws -> Any {
+    func strictJSON(_ result: (status: Int32, output: String), sourceLocation: SourceLocation = #_sourceLocation) throws
+        -> Any
+    {
         try #require(result.status == 0, "\(result.output)", sourceLocation: sourceLocation)
         let text = result.output.trimmingCharacters(in: .whitespacesAndNewlines)
-        return try #require(try? JSONSerialization.jsonObject(with: Data(text.utf8)), "not only JSON: \(result.output)", sourceLocation: sourceLocation)
+        return try #require(
+            try? JSONSerialization.jsonObject(with: Data(text.utf8)), "not only JSON: \(result.output)",
+            sourceLocation: sourceLocation)
     }
 
-    func object(_ result: (status: Int32, output: String), sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
-        try #require(try strictJSON(result, sourceLocation: sourceLocation) as? [String: Any], sourceLocation: sourceLocation)
+    func object(_ result: (status: Int32, output: String), sourceLocation: SourceLocation = #_sourceLocation) throws
+        -> [String: Any]
+    {
+        try #require(
+            try strictJSON(result, sourceLocation: sourceLocation) as? [String: Any], sourceLocation: sourceLocation)
     }
 
-    func status(_ result: (status: Int32, output: String), _ code: Int32, _ what: String, contains text: String? = nil,
-                       sourceLocation: SourceLocation = #_sourceLocation) {
+    func status(
+        _ result: (status: Int32, output: String), _ code: Int32, _ what: String, contains text: String? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         #expect(result.status == code, "\(what): \(result.output)", sourceLocation: sourceLocation)
-        if let text { #expect(result.output.contains(text), "\(what): \(result.output)", sourceLocation: sourceLocation) }
+        if let text {
+            #expect(result.output.contains(text), "\(what): \(result.output)", sourceLocation: sourceLocation)
+        }
     }
 
     /// The UUID `gateway health add` printed ("<uuid>: added 1").
-    func addedUUID(_ result: (status: Int32, output: String), sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
-        #expect(result.status == 0 && result.output.contains(": added 1"), "\(result.output)", sourceLocation: sourceLocation)
+    func addedUUID(_ result: (status: Int32, output: String), sourceLocation: SourceLocation = #_sourceLocation) throws
+        -> String
+    {
+        #expect(
+            result.status == 0 && result.output.contains(": added 1"), "\(result.output)",
+            sourceLocation: sourceLocation)
         return try #require(result.output.split(separator: ":").first.map(String.init), sourceLocation: sourceLocation)
     }
 
     /// UUIDs `list --json` printed (a QuerySamplesResponse).
-    func uuids(_ result: (status: Int32, output: String), sourceLocation: SourceLocation = #_sourceLocation) throws -> Set<String> {
+    func uuids(_ result: (status: Int32, output: String), sourceLocation: SourceLocation = #_sourceLocation) throws
+        -> Set<String>
+    {
         let reply = try object(result, sourceLocation: sourceLocation)
         let samples = try #require(reply["samples"] as? [[String: Any]], "\(reply)", sourceLocation: sourceLocation)
         return Set(samples.compactMap { $0["uuid"] as? String })
@@ -95,7 +114,8 @@ import Testing
         for index in 0..<count {
             let start = formatter.string(from: Date(timeIntervalSince1970: Double(base + index * 60)))
             let end = formatter.string(from: Date(timeIntervalSince1970: Double(base + index * 60 + 60)))
-            text += #" <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Watch" unit="count" startDate="\#(start) +0000" endDate="\#(end) +0000" value="\#(index % 50 + 1)"/>"#
+            text +=
+                #" <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Watch" unit="count" startDate="\#(start) +0000" endDate="\#(end) +0000" value="\#(index % 50 + 1)"/>"#
             text += "\n"
         }
         return text + "</HealthData>\n"
@@ -106,7 +126,10 @@ import Testing
 
     /// The sample count and step sum in January 2026, on the server or (with `store`) in a device's store.
     func januarySteps(_ stack: Stack, token: String, store: String? = nil) async throws -> (count: Int, sum: Int) {
-        var arguments = ["stats", "stepCount", "--from", "2026-01-01", "--to", "2026-02-01", "--tz", "UTC", "--json", "--token", token]
+        var arguments = [
+            "stats", "stepCount", "--from", "2026-01-01", "--to", "2026-02-01", "--tz", "UTC", "--json", "--token",
+            token,
+        ]
         if let store { arguments += ["--local", "--store", store] }
         let stats = try object(try await health(stack, arguments))
         let bucket = try #require((stats["buckets"] as? [[String: Any]])?.first, "\(stats)")
@@ -114,16 +137,24 @@ import Testing
     }
 
     func serverSamples(_ stack: Stack, token: String) async throws -> Int {
-        try #require(Self.int64(try object(try await health(stack, ["account", "--json", "--token", token]))["sampleCount"]))
+        try #require(
+            Self.int64(try object(try await health(stack, ["account", "--json", "--token", token]))["sampleCount"]))
     }
 
     /// `sync --json` of `store`, which must print only its JSON (no progress lines: the output is a pipe).
-    func sync(_ stack: Stack, token: String, store: String, sourceLocation: SourceLocation = #_sourceLocation) async throws -> SyncSummary {
-        try summary(try await health(stack, ["sync", "--json", "--token", token, "--store", store]), sourceLocation: sourceLocation)
+    func sync(_ stack: Stack, token: String, store: String, sourceLocation: SourceLocation = #_sourceLocation)
+        async throws -> SyncSummary
+    {
+        try summary(
+            try await health(stack, ["sync", "--json", "--token", token, "--store", store]),
+            sourceLocation: sourceLocation)
     }
 
-    func summary(_ result: (status: Int32, output: String), sourceLocation: SourceLocation = #_sourceLocation) throws -> SyncSummary {
-        let both = try #require(try strictJSON(result, sourceLocation: sourceLocation) as? [[String: Any]], sourceLocation: sourceLocation)
+    func summary(_ result: (status: Int32, output: String), sourceLocation: SourceLocation = #_sourceLocation) throws
+        -> SyncSummary
+    {
+        let both = try #require(
+            try strictJSON(result, sourceLocation: sourceLocation) as? [[String: Any]], sourceLocation: sourceLocation)
         try #require(both.count == 2, "\(both)", sourceLocation: sourceLocation)
         return SyncSummary(pushed: both[0], pulled: both[1])
     }
@@ -153,108 +184,223 @@ import Testing
             status(try await health(stack, ["user", "create", "jana"]), 6, "the same name again")
 
             // On the server: add, show, list, stats --json, delete.
-            let steps = try addedUUID(try await health(stack, [
-                "add", "stepCount", "400", "--start", "2026-05-01T23:45", "--end", "2026-05-02T00:45", "--tz", "UTC", "--token", token]))
-            let water = try addedUUID(try await health(stack, [
-                "add", "dietaryWater", "0.25", "--unit", "L", "--start", "2026-05-01T09:00", "--tz", "UTC", "--token", token]))
-            let shown = try #require(try object(try await health(stack, ["show", water, "--unit", "mL", "--json", "--token", token]))["sample"] as? [String: Any])
-            #expect(shown["type"] as? String == "dietaryWater" && shown["value"] as? Double == 250 && shown["unit"] as? String == "mL", "\(shown)")
-            #expect(try uuids(try await health(stack, ["list", "stepCount", "--json", "--from", "2026-05-01", "--to", "2026-05-03", "--tz", "UTC", "--token", token])) == [steps])
-            let stats = try object(try await health(stack, [
-                "stats", "stepCount", "--period", "day", "--from", "2026-05-01", "--to", "2026-05-03", "--tz", "UTC", "--json", "--token", token]))
+            let steps = try addedUUID(
+                try await health(
+                    stack,
+                    [
+                        "add", "stepCount", "400", "--start", "2026-05-01T23:45", "--end", "2026-05-02T00:45", "--tz",
+                        "UTC", "--token", token,
+                    ]))
+            let water = try addedUUID(
+                try await health(
+                    stack,
+                    [
+                        "add", "dietaryWater", "0.25", "--unit", "L", "--start", "2026-05-01T09:00", "--tz", "UTC",
+                        "--token", token,
+                    ]))
+            let shown = try #require(
+                try object(try await health(stack, ["show", water, "--unit", "mL", "--json", "--token", token]))[
+                    "sample"] as? [String: Any])
+            #expect(
+                shown["type"] as? String == "dietaryWater" && shown["value"] as? Double == 250
+                    && shown["unit"] as? String == "mL", "\(shown)")
+            #expect(
+                try uuids(
+                    try await health(
+                        stack,
+                        [
+                            "list", "stepCount", "--json", "--from", "2026-05-01", "--to", "2026-05-03", "--tz", "UTC",
+                            "--token", token,
+                        ])) == [steps])
+            let stats = try object(
+                try await health(
+                    stack,
+                    [
+                        "stats", "stepCount", "--period", "day", "--from", "2026-05-01", "--to", "2026-05-03", "--tz",
+                        "UTC", "--json", "--token", token,
+                    ]))
             #expect(stats["type"] as? String == "stepCount" && stats["unit"] as? String == "count", "\(stats)")
             let buckets = try #require(stats["buckets"] as? [[String: Any]])
             #expect(buckets.map { $0["sum"] as? Double } == [100, 300], "a sample over midnight is split: \(buckets)")
             // 2026-05-01T00:00:00Z and the next day, in epoch milliseconds spelled as strings (int64 in the JSON mapping).
             #expect(buckets.map { $0["startMs"] as? String } == ["1777593600000", "1777680000000"], "\(buckets)")
             status(try await health(stack, ["delete", water, "--token", token]), 0, "delete", contains: "deleted 1")
-            #expect(try uuids(try await health(stack, ["list", "dietaryWater", "--json", "--from", "2026-05-01", "--to", "2026-05-02", "--tz", "UTC", "--token", token])).isEmpty)
+            #expect(
+                try uuids(
+                    try await health(
+                        stack,
+                        [
+                            "list", "dietaryWater", "--json", "--from", "2026-05-01", "--to", "2026-05-02", "--tz",
+                            "UTC", "--token", token,
+                        ])
+                ).isEmpty)
             status(try await health(stack, ["show", water, "--token", token]), 5, "a deleted sample")
 
             // Bad values: exit 3 (INVALID_ARGUMENT), nothing stored.
-            status(try await health(stack, ["add", "stepCount", "10", "--start", "garbage", "--token", token]), 3, "a garbage --start", contains: "garbage")
-            status(try await health(stack, ["add", "heartRate", "500", "--token", token]), 3, "an implausible heart rate")
-            status(try await health(stack, ["add", "dietaryWater", "1", "--unit", "kg", "--token", token]), 3, "a unit of another dimension")
-            status(try await health(stack, ["add", "stepCount", "10", "--start", "2026-05-02", "--end", "2026-05-01", "--token", token]), 3, "an end before the start")
-            status(try await health(stack, ["list", "stepCount", "--from", "yesterday-ish", "--token", token]), 3, "a garbage --from")
+            status(
+                try await health(stack, ["add", "stepCount", "10", "--start", "garbage", "--token", token]), 3,
+                "a garbage --start", contains: "garbage")
+            status(
+                try await health(stack, ["add", "heartRate", "500", "--token", token]), 3, "an implausible heart rate")
+            status(
+                try await health(stack, ["add", "dietaryWater", "1", "--unit", "kg", "--token", token]), 3,
+                "a unit of another dimension")
+            status(
+                try await health(
+                    stack, ["add", "stepCount", "10", "--start", "2026-05-02", "--end", "2026-05-01", "--token", token]),
+                3, "an end before the start")
+            status(
+                try await health(stack, ["list", "stepCount", "--from", "yesterday-ish", "--token", token]), 3,
+                "a garbage --from")
             #expect(try await serverSamples(stack, token: token) == 1)
 
             // Another user: the first user's UUID is NOT_FOUND (exit 5) whatever it asks; it sees nothing.
-            let piotr = try #require(try object(try await health(stack, ["user", "create", "piotr", "--json"]))["token"] as? String)
-            status(try await health(stack, ["show", steps, "--token", piotr]), 5, "another user's sample", contains: "NOT_FOUND")
-            status(try await health(stack, ["delete", steps, "--token", piotr]), 5, "deleting another user's sample", contains: "NOT_FOUND")
-            #expect(try uuids(try await health(stack, ["list", "stepCount", "--json", "--from", "2026-05-01", "--to", "2026-05-03", "--tz", "UTC", "--token", piotr])).isEmpty)
+            let piotr = try #require(
+                try object(try await health(stack, ["user", "create", "piotr", "--json"]))["token"] as? String)
+            status(
+                try await health(stack, ["show", steps, "--token", piotr]), 5, "another user's sample",
+                contains: "NOT_FOUND")
+            status(
+                try await health(stack, ["delete", steps, "--token", piotr]), 5, "deleting another user's sample",
+                contains: "NOT_FOUND")
+            #expect(
+                try uuids(
+                    try await health(
+                        stack,
+                        [
+                            "list", "stepCount", "--json", "--from", "2026-05-01", "--to", "2026-05-03", "--tz", "UTC",
+                            "--token", piotr,
+                        ])
+                ).isEmpty)
             #expect(try await serverSamples(stack, token: piotr) == 0)
             #expect(try await serverSamples(stack, token: token) == 1, "the other user's delete changed nothing")
 
             // No token, or a wrong one: UNAUTHENTICATED (exit 16).
             status(try await health(stack, ["account"]), 16, "no token", contains: "UNAUTHENTICATED")
-            status(try await health(stack, ["account", "--token", "not-a-token"]), 16, "a wrong token", contains: "UNAUTHENTICATED")
-            status(try await health(stack, ["list", "stepCount", "--token", String(token.reversed())]), 16, "a wrong token")
+            status(
+                try await health(stack, ["account", "--token", "not-a-token"]), 16, "a wrong token",
+                contains: "UNAUTHENTICATED")
+            status(
+                try await health(stack, ["list", "stepCount", "--token", String(token.reversed())]), 16, "a wrong token"
+            )
 
             // Two devices of jana's: each adds offline, each syncs, both converge; a second sync changes nothing.
-            let phone = files.appendingPathComponent("phone.sqlite").path, watch = files.appendingPathComponent("watch.sqlite").path
-            let onPhone = try addedUUID(try await health(stack, [
-                "add", "stepCount", "120", "--start", "2026-05-03T08:00", "--end", "2026-05-03T08:10", "--tz", "UTC", "--local", "--store", phone, "--token", token]))
-            let doomed = try addedUUID(try await health(stack, [
-                "add", "stepCount", "7", "--start", "2026-05-03T09:00", "--end", "2026-05-03T09:01", "--tz", "UTC", "--local", "--store", phone, "--token", token]))
-            let onWatch = try addedUUID(try await health(stack, [
-                "add", "heartRate", "61", "--start", "2026-05-03T08:05", "--tz", "UTC", "--local", "--store", watch, "--token", token]))
+            let phone = files.appendingPathComponent("phone.sqlite").path,
+                watch = files.appendingPathComponent("watch.sqlite").path
+            let onPhone = try addedUUID(
+                try await health(
+                    stack,
+                    [
+                        "add", "stepCount", "120", "--start", "2026-05-03T08:00", "--end", "2026-05-03T08:10", "--tz",
+                        "UTC", "--local", "--store", phone, "--token", token,
+                    ]))
+            let doomed = try addedUUID(
+                try await health(
+                    stack,
+                    [
+                        "add", "stepCount", "7", "--start", "2026-05-03T09:00", "--end", "2026-05-03T09:01", "--tz",
+                        "UTC", "--local", "--store", phone, "--token", token,
+                    ]))
+            let onWatch = try addedUUID(
+                try await health(
+                    stack,
+                    [
+                        "add", "heartRate", "61", "--start", "2026-05-03T08:05", "--tz", "UTC", "--local", "--store",
+                        watch, "--token", token,
+                    ]))
             let phoneFirst = try await sync(stack, token: token, store: phone)
-            #expect(phoneFirst.pushedChanges == 2 && phoneFirst.addedOnServer == 2 && phoneFirst.addedHere == 1,
-                    "the server's sample comes down: \(phoneFirst)")
+            #expect(
+                phoneFirst.pushedChanges == 2 && phoneFirst.addedOnServer == 2 && phoneFirst.addedHere == 1,
+                "the server's sample comes down: \(phoneFirst)")
             let watchFirst = try await sync(stack, token: token, store: watch)
-            #expect(watchFirst.pushedChanges == 1 && watchFirst.addedHere == 3, "the server's sample and the phone's two: \(watchFirst)")
+            #expect(
+                watchFirst.pushedChanges == 1 && watchFirst.addedHere == 3,
+                "the server's sample and the phone's two: \(watchFirst)")
             let phoneSecond = try await sync(stack, token: token, store: phone)
             #expect(phoneSecond.pushedChanges == 0 && phoneSecond.addedHere == 1, "the watch's sample: \(phoneSecond)")
             for store in [phone, watch] {
                 let again = try await sync(stack, token: token, store: store)
                 #expect(again.pushedChanges == 0 && again.pulledChanges == 0 && again.addedHere == 0, "\(again)")
-                let local = try uuids(try await health(stack, ["list", "stepCount", "--oldest-first", "--local", "--store", store, "--json", "--from", "2026-05-01", "--to", "2026-05-04", "--tz", "UTC", "--token", token]))
+                let local = try uuids(
+                    try await health(
+                        stack,
+                        [
+                            "list", "stepCount", "--oldest-first", "--local", "--store", store, "--json", "--from",
+                            "2026-05-01", "--to", "2026-05-04", "--tz", "UTC", "--token", token,
+                        ]))
                 #expect(local == [steps, onPhone, doomed], "\(store)")
-                let beats = try uuids(try await health(stack, ["list", "heartRate", "--local", "--store", store, "--json", "--from", "2026-05-03", "--to", "2026-05-04", "--tz", "UTC", "--token", token]))
+                let beats = try uuids(
+                    try await health(
+                        stack,
+                        [
+                            "list", "heartRate", "--local", "--store", store, "--json", "--from", "2026-05-03", "--to",
+                            "2026-05-04", "--tz", "UTC", "--token", token,
+                        ]))
                 #expect(beats == [onWatch], "\(store)")
             }
             // A deletion on the watch travels through the server to the phone.
-            status(try await health(stack, ["delete", doomed, "--local", "--store", watch, "--token", token]), 0, "a local delete", contains: "deleted 1")
+            status(
+                try await health(stack, ["delete", doomed, "--local", "--store", watch, "--token", token]), 0,
+                "a local delete", contains: "deleted 1")
             #expect(try await sync(stack, token: token, store: watch).pushedChanges == 1)
             let deletedHere = try await sync(stack, token: token, store: phone)
             #expect(deletedHere.deletedHere == 1, "\(deletedHere)")
-            status(try await health(stack, ["show", doomed, "--local", "--store", phone, "--token", token]), 5, "a sample deleted on the other device")
+            status(
+                try await health(stack, ["show", doomed, "--local", "--store", phone, "--token", token]), 5,
+                "a sample deleted on the other device")
             #expect(try await serverSamples(stack, token: token) == 3)
 
             // Import an export.xml into the phone's store (only JSON with --json; plain progress lines without),
             // a second import adds nothing, and the next sync sends it on.
             let export = files.appendingPathComponent("export.xml")
             try Self.export(steps: 30).write(to: export, atomically: true, encoding: .utf8)
-            let imported = try object(try await health(stack, ["import", export.path, "--json", "--store", phone, "--token", token]))
+            let imported = try object(
+                try await health(stack, ["import", export.path, "--json", "--store", phone, "--token", token]))
             #expect(imported["records"] as? String == "31" && imported["added"] as? String == "30", "\(imported)")
-            #expect((imported["skippedTypes"] as? [String: String])?["HKQuantityTypeIdentifierVO2Max"] == "1", "\(imported)")
+            #expect(
+                (imported["skippedTypes"] as? [String: String])?["HKQuantityTypeIdentifierVO2Max"] == "1", "\(imported)"
+            )
             #expect((imported["skippedElements"] as? [String: String])?["Workout"] == "1", "\(imported)")
             let again = try await health(stack, ["import", export.path, "--store", phone, "--token", token])
             #expect(again.status == 0 && again.output.contains("added 0, 30 already stored"), "\(again.output)")
-            #expect(again.output.contains("100% ") && !again.output.contains("\r"), "plain progress lines on a pipe: \(again.output)")
+            #expect(
+                again.output.contains("100% ") && !again.output.contains("\r"),
+                "plain progress lines on a pipe: \(again.output)")
             let sent = try await sync(stack, token: token, store: phone)
             #expect(sent.pushedChanges == 30 && sent.addedOnServer == 30, "\(sent)")
             #expect(try await januarySteps(stack, token: token) == (30, Self.stepSum(30)))
             // Without --json on a pipe: plain progress lines, the pull's fraction reaching 100%, then the summary.
             let watchText = try await health(stack, ["sync", "--store", watch, "--token", token])
-            #expect(watchText.status == 0 && watchText.output.contains("100% pulling: ") && !watchText.output.contains("\r"), "\(watchText.output)")
+            #expect(
+                watchText.status == 0 && watchText.output.contains("100% pulling: ")
+                    && !watchText.output.contains("\r"), "\(watchText.output)")
             #expect(watchText.output.contains("pulled 30 (added 30, deleted 0)"), "\(watchText.output)")
             let broken = files.appendingPathComponent("broken.xml")
-            try "<HealthData>\n <Record type=\"HKQuantityTypeIdentifierStepCount\" value=\"1\"\n".write(to: broken, atomically: true, encoding: .utf8)
-            status(try await health(stack, ["import", broken.path, "--store", watch, "--token", token]), 3, "a malformed file", contains: "line")
+            try "<HealthData>\n <Record type=\"HKQuantityTypeIdentifierStepCount\" value=\"1\"\n".write(
+                to: broken, atomically: true, encoding: .utf8)
+            status(
+                try await health(stack, ["import", broken.path, "--store", watch, "--token", token]), 3,
+                "a malformed file", contains: "line")
 
             // Tokens: a further one works until revoked; login remembers one for later commands.
-            let second = try #require(try object(try await health(stack, ["token", "issue", "--json", "--token", token]))["token"] as? String)
+            let second = try #require(
+                try object(try await health(stack, ["token", "issue", "--json", "--token", token]))["token"] as? String)
             #expect(try await serverSamples(stack, token: second) == 33)
-            status(try await health(stack, ["token", "revoke", second, "--token", token]), 0, "revoke", contains: "revoked")
-            status(try await health(stack, ["account", "--token", second]), 16, "a revoked token", contains: "UNAUTHENTICATED")
-            status(try await health(stack, ["token", "revoke", token, "--token", piotr]), 5, "revoking another user's token")
+            status(
+                try await health(stack, ["token", "revoke", second, "--token", token]), 0, "revoke", contains: "revoked"
+            )
+            status(
+                try await health(stack, ["account", "--token", second]), 16, "a revoked token",
+                contains: "UNAUTHENTICATED")
+            status(
+                try await health(stack, ["token", "revoke", token, "--token", piotr]), 5,
+                "revoking another user's token")
             // A token that cannot be saved is an error (before: exit 0, "logged in", and the next command had no token).
             let tokenFile = stack.directory.appendingPathComponent("xdg/menagerie/health/token")
             try FileManager.default.createDirectory(at: tokenFile, withIntermediateDirectories: true)
-            status(try await health(stack, ["login", token]), 73, "login with its token file unwritable", contains: "cannot write the login token file")
+            status(
+                try await health(stack, ["login", token]), 73, "login with its token file unwritable",
+                contains: "cannot write the login token file")
             try FileManager.default.removeItem(at: tokenFile)
             status(try await health(stack, ["login", token]), 0, "login", contains: "logged in as jana")
             status(try await health(stack, ["account"]), 0, "the remembered token", contains: "jana: 33 samples")
@@ -270,14 +416,21 @@ import Testing
             try #require(up.status == 0, "compose up failed: \(up.output)")
             let files = stack.directory.appendingPathComponent("files")
             try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
-            let token = try #require(try object(try await health(stack, ["user", "create", "jana", "--json"]))["token"] as? String)
+            let token = try #require(
+                try object(try await health(stack, ["user", "create", "jana", "--json"]))["token"] as? String)
             let phone = files.appendingPathComponent("phone.sqlite").path
 
             // Synced samples survive kill -9; the next sync finds nothing to do.
             let export = files.appendingPathComponent("small.xml")
             try Self.export(steps: 200).write(to: export, atomically: true, encoding: .utf8)
-            #expect(try object(try await health(stack, ["import", export.path, "--json", "--store", phone, "--token", token]))["added"] as? String == "200")
-            _ = try addedUUID(try await health(stack, ["add", "dietaryWater", "300", "--start", "2026-05-01T09:00", "--tz", "UTC", "--token", token]))
+            #expect(
+                try object(
+                    try await health(stack, ["import", export.path, "--json", "--store", phone, "--token", token]))[
+                        "added"] as? String == "200")
+            _ = try addedUUID(
+                try await health(
+                    stack,
+                    ["add", "dietaryWater", "300", "--start", "2026-05-01T09:00", "--tz", "UTC", "--token", token]))
             #expect(try await sync(stack, token: token, store: phone).addedOnServer == 200)
             let before = try object(try await health(stack, ["account", "--json", "--token", token]))
             #expect(before["sampleCount"] as? String == "201", "\(before)")
@@ -285,7 +438,9 @@ import Testing
             kill(victim, SIGKILL)
             try await waitRestarted(stack, "health.0", victim: victim)
             let after = try object(try await health(stack, ["account", "--json", "--token", token]))
-            #expect(after["sampleCount"] as? String == "201" && after["anchor"] as? String == before["anchor"] as? String, "\(before) → \(after)")
+            #expect(
+                after["sampleCount"] as? String == "201" && after["anchor"] as? String == before["anchor"] as? String,
+                "\(before) → \(after)")
             let quiet = try await sync(stack, token: token, store: phone)
             #expect(quiet.pushedChanges == 0 && quiet.pulledChanges == 0, "\(quiet)")
 
@@ -294,7 +449,10 @@ import Testing
             let big = files.appendingPathComponent("big.xml")
             try Self.export(steps: total).write(to: big, atomically: true, encoding: .utf8)
             let tablet = files.appendingPathComponent("tablet.sqlite").path
-            #expect(try object(try await health(stack, ["import", big.path, "--json", "--store", tablet, "--token", token]))["added"] as? String == String(total))
+            #expect(
+                try object(
+                    try await health(stack, ["import", big.path, "--json", "--store", tablet, "--token", token]))[
+                        "added"] as? String == String(total))
             var environment = stack.environment
             environment["XDG_DATA_HOME"] = stack.directory.appendingPathComponent("xdg").path
             let gateway = Process()
@@ -315,7 +473,9 @@ import Testing
             }
             let second = try #require(try stack.servicePids()["health.0"])
             kill(second, SIGKILL)
-            if !midway { Issue.record("the push ended before the kill; it proves nothing about resuming (a faster machine?)") }
+            if !midway {
+                Issue.record("the push ended before the kill; it proves nothing about resuming (a faster machine?)")
+            }
             let exited = try await offPool { () -> Bool in
                 for _ in 0..<Int(1200 * TestTime.scale) where gateway.isRunning { usleep(100_000) }
                 return !gateway.isRunning
@@ -327,7 +487,9 @@ import Testing
             #expect(resumed.pushedChanges < total || !midway, "the re-run sent everything again: \(resumed)")
             // The tablet's 40,000 steps start where the phone's 200 did: the same records, so their UUIDs are the same.
             #expect(try await januarySteps(stack, token: token) == (total, Self.stepSum(total)), "the server's January")
-            #expect(try await januarySteps(stack, token: token, store: tablet) == (total, Self.stepSum(total)), "the tablet's January")
+            #expect(
+                try await januarySteps(stack, token: token, store: tablet) == (total, Self.stepSum(total)),
+                "the tablet's January")
             #expect(try await serverSamples(stack, token: token) == total + 1)
             let quietAgain = try await sync(stack, token: token, store: tablet)
             #expect(quietAgain.pushedChanges == 0 && quietAgain.pulledChanges == 0, "\(quietAgain)")
@@ -337,7 +499,8 @@ import Testing
     /// Runs `python3 -c SCRIPT ARGS` (python3 is one of compose's packages): the zips below are made with its
     /// zipfile module, or byte by byte where a zip must lie.
     static func python(_ script: String, _ arguments: [String]) async throws {
-        let result = try await Stack.run("/usr/bin/python3", ["-c", script] + arguments, environment: ProcessInfo.processInfo.environment)
+        let result = try await Stack.run(
+            "/usr/bin/python3", ["-c", script] + arguments, environment: ProcessInfo.processInfo.environment)
         try #require(result.status == 0, "python3: \(result.output)")
     }
 
@@ -351,13 +514,19 @@ import Testing
             try #require(up.status == 0, "compose up failed: \(up.output)")
             let files = stack.directory.appendingPathComponent("files")
             try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
-            let jana = try #require(try object(try await health(stack, ["user", "create", "jana", "--json"]))["token"] as? String)
-            let petr = try #require(try object(try await health(stack, ["user", "create", "petr", "--json"]))["token"] as? String)
+            let jana = try #require(
+                try object(try await health(stack, ["user", "create", "jana", "--json"]))["token"] as? String)
+            let petr = try #require(
+                try object(try await health(stack, ["user", "create", "petr", "--json"]))["token"] as? String)
 
             let export = files.appendingPathComponent("export.xml")
             try Self.export(steps: 2).write(to: export, atomically: true, encoding: .utf8)
-            let device = files.appendingPathComponent("dev.sqlite").path, copy = files.appendingPathComponent("copy.sqlite").path
-            #expect(try object(try await health(stack, ["import", export.path, "--json", "--store", device, "--token", jana]))["added"] as? String == "2")
+            let device = files.appendingPathComponent("dev.sqlite").path,
+                copy = files.appendingPathComponent("copy.sqlite").path
+            #expect(
+                try object(
+                    try await health(stack, ["import", export.path, "--json", "--store", device, "--token", jana]))[
+                        "added"] as? String == "2")
             // A copy taken before the first sync: the same store id, but no owner recorded in it.
             try FileManager.default.copyItem(atPath: device, toPath: copy)
             #expect(try await sync(stack, token: jana, store: device).addedOnServer == 2)
@@ -365,7 +534,9 @@ import Testing
             // Petr's token: refused by the gateway before it sends (the store records Jana as its owner)…
             let refused = try await health(stack, ["sync", "--store", device, "--token", petr])
             status(refused, 7, "Petr syncing Jana's store", contains: "PERMISSION_DENIED")
-            #expect(refused.output.contains("belongs to jana") && refused.output.contains("--store PATH"), "\(refused.output)")
+            #expect(
+                refused.output.contains("belongs to jana") && refused.output.contains("--store PATH"),
+                "\(refused.output)")
             // …and by the server, for the copy that does not know its owner: the server bound its id to Jana.
             let byServer = try await health(stack, ["sync", "--store", copy, "--token", petr])
             status(byServer, 7, "Petr syncing a copy of Jana's store", contains: "belongs to jana")
@@ -374,17 +545,27 @@ import Testing
             #expect(try await serverSamples(stack, token: jana) == 2)
 
             // A second token of Jana's: the store is bound to her, not to a token.
-            let second = try #require(try object(try await health(stack, ["token", "issue", "--json", "--token", jana]))["token"] as? String)
+            let second = try #require(
+                try object(try await health(stack, ["token", "issue", "--json", "--token", jana]))["token"] as? String)
             let again = try await sync(stack, token: second, store: device)
             #expect(again.pushedChanges == 0 && again.pulledChanges == 0, "\(again)")
             #expect(try await sync(stack, token: second, store: copy).addedOnServer == 0, "Jana may sync the copy")
 
             // Local commands show and change only the owner's data.
-            let listed = try await health(stack, ["list", "stepCount", "--local", "--store", device, "--from", "2026-01-01", "--to", "2026-01-02", "--tz", "UTC", "--token", petr])
+            let listed = try await health(
+                stack,
+                [
+                    "list", "stepCount", "--local", "--store", device, "--from", "2026-01-01", "--to", "2026-01-02",
+                    "--tz", "UTC", "--token", petr,
+                ])
             status(listed, 7, "Petr listing Jana's store", contains: "belongs to jana")
             #expect(!listed.output.contains("Watch"), "\(listed.output)")
-            status(try await health(stack, ["add", "stepCount", "5", "--local", "--store", device, "--token", petr]), 7, "Petr adding to Jana's store")
-            status(try await health(stack, ["import", export.path, "--store", device, "--token", petr]), 7, "Petr importing into Jana's store")
+            status(
+                try await health(stack, ["add", "stepCount", "5", "--local", "--store", device, "--token", petr]), 7,
+                "Petr adding to Jana's store")
+            status(
+                try await health(stack, ["import", export.path, "--store", device, "--token", petr]), 7,
+                "Petr importing into Jana's store")
             #expect(try await januarySteps(stack, token: jana, store: device) == (2, 3))
             #expect(try await januarySteps(stack, token: second, store: device) == (2, 3))
 
@@ -394,16 +575,23 @@ import Testing
             status(try await health(stack, ["sync"]), 0, "jana's default store")
             let petrLogin = try await health(stack, ["login", petr])
             status(petrLogin, 0, "login as petr", contains: "logged in as petr")
-            #expect(petrLogin.output.contains("warning: the device store") && petrLogin.output.contains("belongs to jana"), "\(petrLogin.output)")
+            #expect(
+                petrLogin.output.contains("warning: the device store") && petrLogin.output.contains("belongs to jana"),
+                "\(petrLogin.output)")
             let petrSync = try await health(stack, ["sync", "--json"])
-            #expect(try summary(petrSync).pushedChanges == 0, "Petr's own store has nothing of Jana's: \(petrSync.output)")
+            #expect(
+                try summary(petrSync).pushedChanges == 0, "Petr's own store has nothing of Jana's: \(petrSync.output)")
             #expect(try await serverSamples(stack, token: petr) == 0)
-            let petrLocal = try await health(stack, ["list", "stepCount", "--local", "--json", "--from", "2026-01-01", "--to", "2026-01-02", "--tz", "UTC"])
+            let petrLocal = try await health(
+                stack,
+                ["list", "stepCount", "--local", "--json", "--from", "2026-01-01", "--to", "2026-01-02", "--tz", "UTC"])
             #expect(try uuids(petrLocal).isEmpty, "\(petrLocal.output)")
             // Back as Jana: the default store (Petr's now) warns again, and she is back on her own.
             let janaAgain = try await health(stack, ["login", jana])
             status(janaAgain, 0, "login as jana again", contains: "belongs to petr")
-            let janaLocal = try await health(stack, ["list", "stepCount", "--local", "--json", "--from", "2026-01-01", "--to", "2026-01-02", "--tz", "UTC"])
+            let janaLocal = try await health(
+                stack,
+                ["list", "stepCount", "--local", "--json", "--from", "2026-01-01", "--to", "2026-01-02", "--tz", "UTC"])
             #expect(try uuids(janaLocal).count == 2, "\(janaLocal.output)")
         }
     }
@@ -417,7 +605,8 @@ import Testing
             try #require(up.status == 0, "compose up failed: \(up.output)")
             let files = stack.directory.appendingPathComponent("files")
             try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
-            let jana = try #require(try object(try await health(stack, ["user", "create", "jana", "--json"]))["token"] as? String)
+            let jana = try #require(
+                try object(try await health(stack, ["user", "create", "jana", "--json"]))["token"] as? String)
             let store = files.appendingPathComponent("phone.sqlite").path
 
             let xml = files.appendingPathComponent("export.xml"), zip = files.appendingPathComponent("export.zip")
@@ -430,7 +619,8 @@ import Testing
                     z.writestr("apple_health_export/export_cda.xml", "<ClinicalDocument/>")
                     z.writestr("apple_health_export/workout-routes/route_2026-01-01_7.00am.gpx", "<gpx/>")
                 """, [xml.path, zip.path])
-            let imported = try object(try await health(stack, ["import", zip.path, "--json", "--store", store, "--token", jana]))
+            let imported = try object(
+                try await health(stack, ["import", zip.path, "--json", "--store", store, "--token", jana]))
             #expect(imported["records"] as? String == "501" && imported["added"] as? String == "500", "\(imported)")
             #expect((imported["skippedElements"] as? [String: String])?["Workout"] == "1", "\(imported)")
             #expect(try await januarySteps(stack, token: jana, store: store) == (500, Self.stepSum(500)))
@@ -460,13 +650,21 @@ import Testing
             #expect(refused.output.contains("before inflating"), "\(refused.output)")
             let lying = files.appendingPathComponent("lying.zip")
             try await Self.python(liar, [lying.path, "1000", String(20 << 20)])
-            status(try await health(stack, ["import", lying.path, "--store", store, "--token", jana]), 3, "a zip inflating past its declared size",
-                   contains: "inflates past the 1000 bytes")
+            status(
+                try await health(stack, ["import", lying.path, "--store", store, "--token", jana]), 3,
+                "a zip inflating past its declared size",
+                contains: "inflates past the 1000 bytes")
             let notExport = files.appendingPathComponent("photos.zip")
-            try await Self.python("import sys, zipfile\nzipfile.ZipFile(sys.argv[1], 'w').writestr('IMG_0001.txt', 'x')", [notExport.path])
-            status(try await health(stack, ["import", notExport.path, "--store", store, "--token", jana]), 3, "a zip without export.xml",
-                   contains: "no export.xml")
-            #expect(try await januarySteps(stack, token: jana, store: store) == (500, Self.stepSum(500)), "nothing more imported")
+            try await Self.python(
+                "import sys, zipfile\nzipfile.ZipFile(sys.argv[1], 'w').writestr('IMG_0001.txt', 'x')", [notExport.path]
+            )
+            status(
+                try await health(stack, ["import", notExport.path, "--store", store, "--token", jana]), 3,
+                "a zip without export.xml",
+                contains: "no export.xml")
+            #expect(
+                try await januarySteps(stack, token: jana, store: store) == (500, Self.stepSum(500)),
+                "nothing more imported")
         }
     }
 
@@ -478,25 +676,58 @@ import Testing
             try #require(up.status == 0, "compose up failed: \(up.output)")
             let files = stack.directory.appendingPathComponent("files")
             try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
-            let jana = try #require(try object(try await health(stack, ["user", "create", "jana", "--json"]))["token"] as? String)
+            let jana = try #require(
+                try object(try await health(stack, ["user", "create", "jana", "--json"]))["token"] as? String)
             let store = files.appendingPathComponent("phone.sqlite").path
-            status(try await health(stack, ["add", "stepCount", "10", "--start", "2199-01-01", "--tz", "UTC", "--token", jana]), 3,
-                   "a sample in 2199", contains: "2199-01-01T00:00:00Z, in the future")
-            status(try await health(stack, ["add", "stepCount", "10", "--start", "2199-01-01", "--tz", "UTC", "--local", "--store", store, "--token", jana]), 3,
-                   "a sample in 2199 on the device", contains: "in the future")
+            status(
+                try await health(
+                    stack, ["add", "stepCount", "10", "--start", "2199-01-01", "--tz", "UTC", "--token", jana]), 3,
+                "a sample in 2199", contains: "2199-01-01T00:00:00Z, in the future")
+            status(
+                try await health(
+                    stack,
+                    [
+                        "add", "stepCount", "10", "--start", "2199-01-01", "--tz", "UTC", "--local", "--store", store,
+                        "--token", jana,
+                    ]), 3,
+                "a sample in 2199 on the device", contains: "in the future")
             #expect(try await serverSamples(stack, token: jana) == 0)
-            let backwards = try await health(stack, ["add", "stepCount", "10", "--start", "2026-05-02", "--end", "2026-05-01", "--tz", "UTC", "--token", jana])
-            status(backwards, 3, "an end before the start", contains: "end 2026-05-01T00:00:00Z is before start 2026-05-02T00:00:00Z")
-            status(try await health(stack, ["stats", "stepCount", "--from", "2026-05-02", "--to", "2026-05-01", "--tz", "UTC", "--token", jana]), 3,
-                   "a range ending before it starts", contains: "ends (2026-05-01T00:00:00Z) before it starts (2026-05-02T00:00:00Z)")
-            status(try await health(stack, ["list", "stepCount", "--from", "2026-05-02", "--to", "2026-05-01", "--tz", "UTC", "--token", jana]), 3,
-                   "a query ending before it starts", contains: "ends (2026-05-01T00:00:00Z) before it starts")
+            let backwards = try await health(
+                stack,
+                [
+                    "add", "stepCount", "10", "--start", "2026-05-02", "--end", "2026-05-01", "--tz", "UTC", "--token",
+                    jana,
+                ])
+            status(
+                backwards, 3, "an end before the start",
+                contains: "end 2026-05-01T00:00:00Z is before start 2026-05-02T00:00:00Z")
+            status(
+                try await health(
+                    stack,
+                    [
+                        "stats", "stepCount", "--from", "2026-05-02", "--to", "2026-05-01", "--tz", "UTC", "--token",
+                        jana,
+                    ]), 3,
+                "a range ending before it starts",
+                contains: "ends (2026-05-01T00:00:00Z) before it starts (2026-05-02T00:00:00Z)")
+            status(
+                try await health(
+                    stack,
+                    ["list", "stepCount", "--from", "2026-05-02", "--to", "2026-05-01", "--tz", "UTC", "--token", jana]),
+                3,
+                "a query ending before it starts", contains: "ends (2026-05-01T00:00:00Z) before it starts")
 
             let export = files.appendingPathComponent("future.xml")
             try Self.export(steps: 3)
-                .replacingOccurrences(of: "</HealthData>", with: #" <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Watch" unit="count" startDate="2199-01-01 00:00:00 +0000" endDate="2199-01-01 00:01:00 +0000" value="5"/>"# + "\n</HealthData>")
+                .replacingOccurrences(
+                    of: "</HealthData>",
+                    with:
+                        #" <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Watch" unit="count" startDate="2199-01-01 00:00:00 +0000" endDate="2199-01-01 00:01:00 +0000" value="5"/>"#
+                        + "\n</HealthData>"
+                )
                 .write(to: export, atomically: true, encoding: .utf8)
-            let imported = try object(try await health(stack, ["import", export.path, "--json", "--store", store, "--token", jana]))
+            let imported = try object(
+                try await health(stack, ["import", export.path, "--json", "--store", store, "--token", jana]))
             #expect(imported["added"] as? String == "3" && imported["rejected"] as? String == "1", "\(imported)")
             #expect((imported["rejections"] as? [String])?.first?.contains("in the future") == true, "\(imported)")
         }

@@ -8,7 +8,8 @@ import TextRecognition
 @Suite(.serialized) struct PhonePhotoStackTests {
     /// digit-detection's img065.jpg is 59 KB: cut to 2 KB, it was accepted and classified.
     static func cutJPEG() throws -> Data {
-        let whole = try Data(contentsOf: ClassificationStackTests.datasets.appendingPathComponent("digit-detection/images/img065.jpg"))
+        let whole = try Data(
+            contentsOf: ClassificationStackTests.datasets.appendingPathComponent("digit-detection/images/img065.jpg"))
         return whole.prefix(2048)
     }
 
@@ -41,24 +42,42 @@ import TextRecognition
             #expect(refused.output.contains("1/cut.jpg") && refused.output.contains("truncated"), "\(refused.output)")
             #expect(refused.output.contains("skipped 0/notes.txt: not an image"), "\(refused.output)")
 
-            let kept = try await stack.gateway(["classify", "dataset", "create", "phones", "--from", folder.path, "--skip-bad"])
+            let kept = try await stack.gateway([
+                "classify", "dataset", "create", "phones", "--from", folder.path, "--skip-bad",
+            ])
             #expect(kept.status == 0, "\(kept.output)")
-            #expect(kept.output.contains("phones: classification, 24 images, 2 labels"), "the HEIC and WebP files count: \(kept.output)")
+            #expect(
+                kept.output.contains("phones: classification, 24 images, 2 labels"),
+                "the HEIC and WebP files count: \(kept.output)")
             #expect(kept.output.contains("skipped 1/cut.jpg: ") && kept.output.contains("truncated"), "\(kept.output)")
-            let json = try jsonObject(try await stack.gateway(["classify", "dataset", "create", "phones-json", "--from", folder.path, "--skip-bad", "--json"]))
-            #expect((json["skipped"] as? [[String: Any]])?.compactMap { $0["path"] as? String } == ["1/cut.jpg"], "\(json)")
+            let json = try jsonObject(
+                try await stack.gateway([
+                    "classify", "dataset", "create", "phones-json", "--from", folder.path, "--skip-bad", "--json",
+                ]))
+            #expect(
+                (json["skipped"] as? [[String: Any]])?.compactMap { $0["path"] as? String } == ["1/cut.jpg"], "\(json)")
 
-            let trained = try await stack.gateway(["classify", "train", "--dataset", "phones", "--epochs", "1", "--name", "phones"])
+            let trained = try await stack.gateway([
+                "classify", "train", "--dataset", "phones", "--epochs", "1", "--name", "phones",
+            ])
             try #require(trained.status == 0, "\(trained.output)")
 
             // Several photos: each answered under its name, the cut one named with its error, the status its (3).
             let cut = folder.appendingPathComponent("1/cut.jpg")
-            let several = try await stack.gateway(["classify", "image", converted[0].path, cut.path, converted[1].path, "--model", "phones", "--top", "1"])
+            let several = try await stack.gateway([
+                "classify", "image", converted[0].path, cut.path, converted[1].path, "--model", "phones", "--top", "1",
+            ])
             #expect(several.status == 3, "\(several.output)")
-            #expect(several.output.contains("\(converted[0].path):") && several.output.contains("\(converted[1].path):"), "\(several.output)")
-            #expect(several.output.contains("error: \(cut.path): ") && several.output.contains("truncated"), "\(several.output)")
+            #expect(
+                several.output.contains("\(converted[0].path):") && several.output.contains("\(converted[1].path):"),
+                "\(several.output)")
+            #expect(
+                several.output.contains("error: \(cut.path): ") && several.output.contains("truncated"),
+                "\(several.output)")
             let alone = try await stack.gateway(["classify", "image", cut.path, "--model", "phones"])
-            #expect(alone.status == 3 && alone.output.contains("truncated"), "a cut JPEG is not classified: \(alone.output)")
+            #expect(
+                alone.status == 3 && alone.output.contains("truncated"), "a cut JPEG is not classified: \(alone.output)"
+            )
             let detected = try await stack.gateway(["classify", "detect", cut.path, converted[0].path])
             #expect(detected.output.contains("error: \(cut.path): "), "\(detected.output)")
         }

@@ -11,22 +11,31 @@ import Testing
     /// A python3 that imports google.protobuf: Debian's /usr/bin/python3 first (a python3 earlier on
     /// the PATH, e.g. pyenv's, may not see Debian's python3-protobuf), then whatever `python3` is.
     static let python: String? = {
-        for candidate in ["/usr/bin/python3", "/usr/local/bin/python3"] where FileManager.default.isExecutableFile(atPath: candidate) {
-            if let status = try? runBlocking(candidate, ["-c", "import google.protobuf"]).status, status == 0 { return candidate }
+        for candidate in ["/usr/bin/python3", "/usr/local/bin/python3"]
+        where FileManager.default.isExecutableFile(atPath: candidate) {
+            if let status = try? runBlocking(candidate, ["-c", "import google.protobuf"]).status, status == 0 {
+                return candidate
+            }
         }
-        if let status = try? runBlocking("/usr/bin/env", ["python3", "-c", "import google.protobuf"]).status, status == 0 {
+        if let status = try? runBlocking("/usr/bin/env", ["python3", "-c", "import google.protobuf"]).status,
+            status == 0
+        {
             return "/usr/bin/env"
         }
         return nil
     }()
-    static let skipMessage: Comment = "skipped: no python3 with python3-protobuf (apt-get install python3-protobuf; set CI=true to require it)"
+    static let skipMessage: Comment =
+        "skipped: no python3 with python3-protobuf (apt-get install python3-protobuf; set CI=true to require it)"
 
     static let hasProtoc = (try? runBlocking("/usr/bin/env", ["protoc", "--version"]).status) == 0
 
-    @Test(.enabled(if: hasProtoc || required, "skipped: protoc is missing (protobuf-compiler; set CI=true to require it)"))
+    @Test(
+        .enabled(if: hasProtoc || required, "skipped: protoc is missing (protobuf-compiler; set CI=true to require it)")
+    )
     func generatedModulesAreCurrent() async throws {
         let check = try await Stack.run(
-            Self.clientDirectory.appendingPathComponent("generate.sh").path, ["--check"], environment: ProcessInfo.processInfo.environment)
+            Self.clientDirectory.appendingPathComponent("generate.sh").path, ["--check"],
+            environment: ProcessInfo.processInfo.environment)
         #expect(check.status == 0, "clients/python/generated is stale: \(check.output)")
     }
 
@@ -54,11 +63,16 @@ import Testing
         #expect(health["status"] as? String == "SERVING_STATUS_SERVING")
         #expect(health["server_name"] as? String == "zoo")
         #expect((health["pid"] as? Int).map(Int32.init) == zoo.processIdentifier)
-        #expect(report["services"] as? [String] == [
-            "menagerie.jobs.v1.Jobs", "menagerie.rpc.v1.Health", "menagerie.rpc.v1.Reflection", "menagerie.rpc.v1.Stats",
-            "menagerie.zoo.v1.Zoo",
-        ])
-        #expect(report["streaming_methods"] as? [String] == ["/menagerie.jobs.v1.Jobs/WatchJob", "/menagerie.zoo.v1.Zoo/ExportCatalogue"])
+        #expect(
+            report["services"] as? [String] == [
+                "menagerie.jobs.v1.Jobs", "menagerie.rpc.v1.Health", "menagerie.rpc.v1.Reflection",
+                "menagerie.rpc.v1.Stats",
+                "menagerie.zoo.v1.Zoo",
+            ])
+        #expect(
+            report["streaming_methods"] as? [String] == [
+                "/menagerie.jobs.v1.Jobs/WatchJob", "/menagerie.zoo.v1.Zoo/ExportCatalogue",
+            ])
 
         // A search, a not-found, an unknown method, a deadline already over.
         let search = try #require(report["search"] as? [String: Any])
@@ -87,12 +101,15 @@ import Testing
 
         // The job the Python client started is the one the gateway sees.
         let shown = try await Stack.run(
-            "\(Stack.binDirectory)/gateway", ["zoo", "jobs", "show", try #require(watch["job"] as? String), "--endpoint", "zoo=127.0.0.1:\(port)"],
+            "\(Stack.binDirectory)/gateway",
+            ["zoo", "jobs", "show", try #require(watch["job"] as? String), "--endpoint", "zoo=127.0.0.1:\(port)"],
             environment: [:])
         #expect(shown.status == 0 && shown.output.contains("succeeded"), "\(shown.output)")
     }
 
-    private static func runBlocking(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+    private static func runBlocking(_ executable: String, _ arguments: [String]) throws -> (
+        status: Int32, output: String
+    ) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments

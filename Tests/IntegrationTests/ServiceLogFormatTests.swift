@@ -7,7 +7,8 @@ import Testing
     /// Runs zoo with a data directory it cannot create: it logs why and exits at once.
     func failingStart(_ format: String) async throws -> (status: Int32, output: String) {
         try await Stack.run(
-            "\(Stack.binDirectory)/zoo", ["--port", "0", "--data-dir", "/proc/menagerie\nforged", "--log-format", format],
+            "\(Stack.binDirectory)/zoo",
+            ["--port", "0", "--data-dir", "/proc/menagerie\nforged", "--log-format", format],
             environment: [:])
     }
 
@@ -17,14 +18,18 @@ import Testing
         let lines = json.output.split(separator: "\n")
         #expect(!lines.isEmpty)
         for line in lines {
-            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String], "\(line)")
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String], "\(line)")
             #expect(object["service"] == "zoo" && object["level"] != nil && object["ts"] != nil, "\(line)")
         }
         #expect(lines.contains { $0.contains(#"/proc/menagerie\nforged"#) }, "\(json.output)")
 
         let logfmt = try await failingStart("logfmt")
-        #expect(logfmt.output.split(separator: "\n").allSatisfy { $0.hasPrefix("ts=") && $0.contains(" service=\"zoo\" msg=\"") },
-                "\(logfmt.output)")
+        #expect(
+            logfmt.output.split(separator: "\n").allSatisfy {
+                $0.hasPrefix("ts=") && $0.contains(" service=\"zoo\" msg=\"")
+            },
+            "\(logfmt.output)")
     }
 
     @Test func anUnknownFormatIsAUsageError() async throws {

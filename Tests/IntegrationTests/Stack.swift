@@ -7,11 +7,13 @@ import Testing
 /// Runs the real executables through compose/compose, in a scratch state directory and on free
 /// ports, so the tests can run beside a developer's own stack.
 final class Stack: @unchecked Sendable {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     /// `seconds` stretched by the suite's time scale (`TestTime`), as compose's timeout variables take them.
     static func scaledSeconds(_ seconds: Int) -> String { String(Int((Double(seconds) * TestTime.scale).rounded(.up))) }
 
-    static let binDirectory = ProcessInfo.processInfo.environment["MENAGERIE_BIN_DIR"] ?? root.appendingPathComponent(".build/debug").path
+    static let binDirectory =
+        ProcessInfo.processInfo.environment["MENAGERIE_BIN_DIR"] ?? root.appendingPathComponent(".build/debug").path
 
     /// The services compose starts, as the one list of them, compose/services.conf, describes them.
     static let shipped: [ServiceSettings] = {
@@ -26,14 +28,18 @@ final class Stack: @unchecked Sendable {
 
     /// A stack whose services each get a block of `replicaRoom` free ports; `arguments` are their `arg` lines.
     init(services: [String] = Stack.services, arguments: [String: [String]] = [:], replicaRoom: Int = 4) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-stack-\(UUID().uuidString)")
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "menagerie-stack-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var ports: [String: Int] = [:]
-        for service in services { ports[service] = try RawSocket.freePortBlock(count: replicaRoom, avoiding: Array(ports.values)) }
+        for service in services {
+            ports[service] = try RawSocket.freePortBlock(count: replicaRoom, avoiding: Array(ports.values))
+        }
         basePorts = ports
-        try writeConfig(services.map {
-            ServiceSettings(name: $0, port: ports[$0]!, data: "data/\($0)", arguments: arguments[$0] ?? [])
-        })
+        try writeConfig(
+            services.map {
+                ServiceSettings(name: $0, port: ports[$0]!, data: "data/\($0)", arguments: arguments[$0] ?? [])
+            })
     }
 
     /// Replaces the stack's services file. A service of the shipped file keeps what the shipped file says of it
@@ -48,7 +54,8 @@ final class Stack: @unchecked Sendable {
             merged.blobs = merged.blobs || shipped.blobs
             return merged
         }
-        try ServiceList.render(services).write(to: directory.appendingPathComponent("services.conf"), atomically: true, encoding: .utf8)
+        try ServiceList.render(services).write(
+            to: directory.appendingPathComponent("services.conf"), atomically: true, encoding: .utf8)
     }
 
     var environment: [String: String] {
@@ -65,18 +72,24 @@ final class Stack: @unchecked Sendable {
     /// Runs `compose/compose ARGS`; returns exit status and combined output.
     @discardableResult
     func compose(_ arguments: String...) async throws -> (status: Int32, output: String) {
-        try await Self.run(Self.root.appendingPathComponent("compose/compose").path, arguments, environment: environment)
+        try await Self.run(
+            Self.root.appendingPathComponent("compose/compose").path, arguments, environment: environment)
     }
 
     /// Runs `compose/compose ARGS` with some environment variables changed (e.g. a shorter start timeout).
     @discardableResult
-    func compose(environment changes: [String: String], _ arguments: [String]) async throws -> (status: Int32, output: String) {
-        try await Self.run(Self.root.appendingPathComponent("compose/compose").path, arguments, environment: environment.merging(changes) { $1 })
+    func compose(environment changes: [String: String], _ arguments: [String]) async throws -> (
+        status: Int32, output: String
+    ) {
+        try await Self.run(
+            Self.root.appendingPathComponent("compose/compose").path, arguments,
+            environment: environment.merging(changes) { $1 })
     }
 
     /// Runs the gateway against this stack's state.
     func gateway(_ arguments: [String]) async throws -> (status: Int32, output: String) {
-        try await Self.run("\(Self.binDirectory)/gateway", arguments + ["--state", state.path], environment: environment)
+        try await Self.run(
+            "\(Self.binDirectory)/gateway", arguments + ["--state", state.path], environment: environment)
     }
 
     /// The operator's credentials for the stack's dqlite clusters (`compose up --nodes` makes them in its state,
@@ -85,7 +98,8 @@ final class Stack: @unchecked Sendable {
         let directory = state.appendingPathComponent("cluster/tls")
         return try ClusterTLS(
             certificateFile: directory.appendingPathComponent("menagerie-operator.pem").path,
-            keyFile: directory.appendingPathComponent("menagerie-operator.key").path, caFile: directory.appendingPathComponent("ca.pem").path)
+            keyFile: directory.appendingPathComponent("menagerie-operator.key").path,
+            caFile: directory.appendingPathComponent("ca.pem").path)
     }
 
     /// Pids of every replica's service process, from compose's state.
@@ -94,7 +108,9 @@ final class Stack: @unchecked Sendable {
         var pids: [String: Int32] = [:]
         for file in files {
             let text = try String(contentsOf: state.appendingPathComponent(file), encoding: .utf8)
-            if let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) { pids[String(file.dropLast(4))] = pid }
+            if let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                pids[String(file.dropLast(4))] = pid
+            }
         }
         return pids
     }
@@ -135,8 +151,10 @@ final class Stack: @unchecked Sendable {
 
     /// `service` started alone on `port` with `data` as its data directory (then `arguments`), once it answers
     /// SERVING. The caller stops it (`Process.stop`).
-    static func serveAlone(_ service: String, port: Int, data: URL, _ arguments: [String] = []) async throws -> Process {
-        let process = try spawn("\(binDirectory)/\(service)", ["--port", "\(port)", "--data-dir", data.path] + arguments)
+    static func serveAlone(_ service: String, port: Int, data: URL, _ arguments: [String] = []) async throws -> Process
+    {
+        let process = try spawn(
+            "\(binDirectory)/\(service)", ["--port", "\(port)", "--data-dir", data.path] + arguments)
         do {
             try await waitServing(port: port)
         } catch {
@@ -163,7 +181,9 @@ final class Stack: @unchecked Sendable {
     /// Waits until something answers SERVING on 127.0.0.1:`port` (at most a minute, stretched by the time scale).
     static func waitServing(port: Int) async throws {
         for _ in 0..<Int((120 * TestTime.scale).rounded(.up)) {
-            let probe = try await run("\(binDirectory)/gateway", ["probe", "127.0.0.1:\(port)", "--quiet", "--timeout", "1"], environment: [:])
+            let probe = try await run(
+                "\(binDirectory)/gateway", ["probe", "127.0.0.1:\(port)", "--quiet", "--timeout", "1"], environment: [:]
+            )
             if probe.status == 0 { return }
             try await Task.sleep(for: .milliseconds(500))
         }
@@ -173,7 +193,8 @@ final class Stack: @unchecked Sendable {
     /// Whether `pid` is a live process (a zombie nobody reaped yet is not).
     static func isRunning(_ pid: Int32) -> Bool {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let end = stat.lastIndex(of: ")") else { return false }
+            let end = stat.lastIndex(of: ")")
+        else { return false }
         return !stat[stat.index(after: end)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
     }
 
@@ -197,11 +218,15 @@ final class Stack: @unchecked Sendable {
     }
 
     /// Runs a program to completion (off the cooperative pool); returns its status and output.
-    static func run(_ executable: String, _ arguments: [String], environment: [String: String]) async throws -> (status: Int32, output: String) {
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String]) async throws -> (
+        status: Int32, output: String
+    ) {
         try await offPool { try runBlocking(executable, arguments, environment: environment) }
     }
 
-    private static func runBlocking(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> (status: Int32, output: String) {
+    private static func runBlocking(_ executable: String, _ arguments: [String], environment: [String: String]) throws
+        -> (status: Int32, output: String)
+    {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -245,7 +270,8 @@ final class ClusterReplicas {
     ) throws {
         self.service = service
         self.command = command ?? service
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(service)-cluster-\(UUID().uuidString)")
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "\(service)-cluster-\(UUID().uuidString)")
         let base = try RawSocket.freePortBlock(count: 6)
         servicePorts = (0..<3).map { base + $0 }
         nodeAddresses = (3..<6).map { "127.0.0.1:\(base + $0)" }
@@ -281,13 +307,15 @@ final class ClusterReplicas {
     func gateway(_ replica: Int, _ arguments: [String]) async throws -> (status: Int32, output: String) {
         try await Stack.run(
             "\(Stack.binDirectory)/gateway",
-            [command] + arguments + ["--endpoint", "\(service)=127.0.0.1:\(servicePorts[replica])"], environment: gatewayEnvironment)
+            [command] + arguments + ["--endpoint", "\(service)=127.0.0.1:\(servicePorts[replica])"],
+            environment: gatewayEnvironment)
     }
 
     /// The gateway's call through `replica`, again every `pause` while it answers UNAVAILABLE (a leader being
     /// elected: nothing was written), as a client would, for up to `window` stretched by the time scale.
     func gatewayRetrying(
-        _ replica: Int, _ arguments: [String], within window: Duration = .seconds(30), every pause: Duration = .milliseconds(300)
+        _ replica: Int, _ arguments: [String], within window: Duration = .seconds(30),
+        every pause: Duration = .milliseconds(300)
     ) async throws -> (status: Int32, output: String) {
         let start = ContinuousClock.now, window = window * TestTime.scale
         var result = try await gateway(replica, arguments)
@@ -309,7 +337,8 @@ final class ClusterReplicas {
 func statusInstances(_ output: String) throws -> [[String: Any]] {
     let lines = output.split(separator: "\n", omittingEmptySubsequences: false)
     let start = try #require(lines.firstIndex { $0.hasPrefix("[") }, "no JSON array in: \(output)")
-    let array = try JSONSerialization.jsonObject(with: Data(lines[start...].joined(separator: "\n").utf8)) as? [[String: Any]]
+    let array =
+        try JSONSerialization.jsonObject(with: Data(lines[start...].joined(separator: "\n").utf8)) as? [[String: Any]]
     return try #require(array, "not an array of objects: \(output)")
 }
 

@@ -22,10 +22,13 @@ import Testing
             #expect(status.status == 0 && status.output.contains("SERVING"), "\(status.output)")
 
             // HTTP/JSON over TLS needs no client certificate, only the CA to trust the replica.
-            let curl = try await Stack.run("/usr/bin/curl", [
-                "-sS", "--cacert", tls.appendingPathComponent("ca.pem").path, "-H", "Content-Type: application/json",
-                "--data", #"{"query":"zelva"}"#, "https://127.0.0.1:\(port)/menagerie.zoo.v1.Zoo/SearchAnimals",
-            ], environment: stack.environment)
+            let curl = try await Stack.run(
+                "/usr/bin/curl",
+                [
+                    "-sS", "--cacert", tls.appendingPathComponent("ca.pem").path, "-H",
+                    "Content-Type: application/json",
+                    "--data", #"{"query":"zelva"}"#, "https://127.0.0.1:\(port)/menagerie.zoo.v1.Zoo/SearchAnimals",
+                ], environment: stack.environment)
             #expect(curl.status == 0 && curl.output.contains("Želva obrovská"), "\(curl.output)")
 
             // A gateway that trusts the CA but has no certificate of its own is refused by the binary protocol.
@@ -47,15 +50,19 @@ import Testing
             var misplaced = stack.environment
             misplaced["MENAGERIE_TLS_DIR"] = stranger.appendingPathComponent("none").path
             let noCA = try await Stack.run(
-                "\(Stack.binDirectory)/gateway", ["zoo", "search", "zelva", "--state", stack.state.path], environment: misplaced)
+                "\(Stack.binDirectory)/gateway", ["zoo", "search", "zelva", "--state", stack.state.path],
+                environment: misplaced)
             #expect(noCA.status == 66 && noCA.output.contains("MENAGERIE_TLS_DIR"), "\(noCA.output)")
             // A plaintext gateway (no TLS anywhere it looks, the replica named by hand) is told to use TLS.
             var plain = stack.environment
             plain["MENAGERIE_STATE_DIR"] = stranger.path
             plain["MENAGERIE_TLS_DIR"] = nil
             let plaintext = try await Stack.run(
-                "\(Stack.binDirectory)/gateway", ["zoo", "search", "zelva", "--endpoint", "zoo=127.0.0.1:\(port)"], environment: plain)
-            #expect(plaintext.status != 0 && plaintext.output.contains("accepts TLS connections only"), "\(plaintext.output)")
+                "\(Stack.binDirectory)/gateway", ["zoo", "search", "zelva", "--endpoint", "zoo=127.0.0.1:\(port)"],
+                environment: plain)
+            #expect(
+                plaintext.status != 0 && plaintext.output.contains("accepts TLS connections only"),
+                "\(plaintext.output)")
             let log = try String(contentsOf: stack.state.appendingPathComponent("logs/zoo.0.log"), encoding: .utf8)
             #expect(log.contains("accepts TLS connections only"), "the replica logs the refused plaintext client")
             #expect(log.contains("certificate"), "the replica logs the refused certificates")
@@ -66,7 +73,8 @@ import Testing
             var reloaded = false
             for _ in 0..<Int(50 * TestTime.scale) where !reloaded {
                 try await Task.sleep(for: .milliseconds(100))
-                reloaded = (try? String(contentsOf: stack.state.appendingPathComponent("logs/zoo.0.log"), encoding: .utf8))?
+                reloaded =
+                    (try? String(contentsOf: stack.state.appendingPathComponent("logs/zoo.0.log"), encoding: .utf8))?
                     .contains("reloaded TLS certificates: CN=zoo,O=Menagerie") == true
             }
             #expect(reloaded)
@@ -78,7 +86,8 @@ import Testing
         let refused = try await Stack.run(
             "\(Stack.binDirectory)/zoo", ["--host", "0.0.0.0", "--port", "0", "--data-dir", NSTemporaryDirectory()],
             environment: ProcessInfo.processInfo.environment)
-        #expect(refused.status != 0 && refused.output.contains("refusing to serve plaintext on 0.0.0.0"), "\(refused.output)")
+        #expect(
+            refused.status != 0 && refused.output.contains("refusing to serve plaintext on 0.0.0.0"),
+            "\(refused.output)")
     }
 }
-

@@ -11,31 +11,39 @@ import Testing
 
     init() throws {
         state = try Stack.scratchDirectory("menagerie-token-state")
-        try (adminToken + "\n").write(to: state.appendingPathComponent("admin-token"), atomically: true, encoding: .utf8)
+        try (adminToken + "\n").write(
+            to: state.appendingPathComponent("admin-token"), atomically: true, encoding: .utf8)
     }
 
     /// Writes the stack's endpoints file: `SERVICE ADDRESS` lines.
     func stackEndpoints(_ lines: [String]) throws {
-        try (lines.joined(separator: "\n") + "\n").write(to: state.appendingPathComponent("endpoints"), atomically: true, encoding: .utf8)
+        try (lines.joined(separator: "\n") + "\n").write(
+            to: state.appendingPathComponent("endpoints"), atomically: true, encoding: .utf8)
     }
 
     /// The gateway with the state directory and `environment` (no admin token of the tests').
-    func gateway(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, output: String) {
+    func gateway(_ arguments: [String], environment: [String: String] = [:]) async throws -> (
+        status: Int32, output: String
+    ) {
         var base = ProcessInfo.processInfo.environment
         base.removeValue(forKey: "MENAGERIE_ENDPOINTS")
         base.removeValue(forKey: "MENAGERIE_TOKEN")
         base.removeValue(forKey: "MENAGERIE_TLS_DIR")
         base["MENAGERIE_ADMIN_TOKEN"] = ""
         return try await Stack.run(
-            "\(Stack.binDirectory)/gateway", arguments + ["--state", state.path, "--timeout", "2"], environment: base.merging(environment) { $1 })
+            "\(Stack.binDirectory)/gateway", arguments + ["--state", state.path, "--timeout", "2"],
+            environment: base.merging(environment) { $1 })
     }
 
     /// What a listener on a free loopback port received while `arguments` (given the listener's address) ran.
-    func captured(_ arguments: (String) -> [String], environment: [String: String] = [:], listed: Bool = false) async throws -> String {
+    func captured(_ arguments: (String) -> [String], environment: [String: String] = [:], listed: Bool = false)
+        async throws -> String
+    {
         let listener = try CapturingListener()
         defer { listener.close() }
         let address = "127.0.0.1:\(listener.port)"
-        try stackEndpoints(["zoo 127.0.0.1:1", "ocr 127.0.0.1:2"] + (listed ? ["ocr \(address)", "zoo \(address)"] : []))
+        try stackEndpoints(
+            ["zoo 127.0.0.1:1", "ocr 127.0.0.1:2"] + (listed ? ["ocr \(address)", "zoo \(address)"] : []))
         _ = try await gateway(arguments(address), environment: environment)
         return listener.received()
     }
@@ -48,7 +56,9 @@ import Testing
         let publicCall = try await captured { ["zoo", "search", "lev", "--endpoint", "zoo=\($0)"] }
         #expect(!byFlag.isEmpty && !viaEnvironment.isEmpty && !publicCall.isEmpty, "the gateway called the listener")
         #expect(!byFlag.contains(adminToken), "the admin token went to an --endpoint that is not the stack's")
-        #expect(!viaEnvironment.contains(adminToken), "the admin token went to a MENAGERIE_ENDPOINTS address that is not the stack's")
+        #expect(
+            !viaEnvironment.contains(adminToken),
+            "the admin token went to a MENAGERIE_ENDPOINTS address that is not the stack's")
         #expect(!publicCall.contains(adminToken))
         #expect(!byFlag.contains("authorization"))
         // The same listener, when it is one of the stack's endpoints, is where the admin token goes: the check above can fail.
@@ -60,7 +70,8 @@ import Testing
         let listener = try CapturingListener()
         defer { listener.close() }
         try stackEndpoints(["ocr 127.0.0.1:2"])
-        _ = try await gateway(["ocr", "template", "list"], environment: ["MENAGERIE_ENDPOINTS": "ocr=127.0.0.1:\(listener.port)"])
+        _ = try await gateway(
+            ["ocr", "template", "list"], environment: ["MENAGERIE_ENDPOINTS": "ocr=127.0.0.1:\(listener.port)"])
         return listener.received()
     }
 
@@ -73,14 +84,20 @@ import Testing
             (["ocr", "template", "list", "--endpoint", "ocr=\(foreign)"], ["MENAGERIE_TOKEN": "mnt_user"]),
             (["ocr", "template", "list", "--endpoint", "ocr=\(foreign)"], ["MENAGERIE_ADMIN_TOKEN": "mnt_admin"]),
             (["health", "list", "stepCount", "--token", "mnt_user", "--endpoint", "health=\(foreign)"], [:]),
-            (["health", "list", "stepCount", "--endpoint", "health=\(foreign)"], ["MENAGERIE_HEALTH_TOKEN": "mnt_user"]),
+            (
+                ["health", "list", "stepCount", "--endpoint", "health=\(foreign)"],
+                ["MENAGERIE_HEALTH_TOKEN": "mnt_user"]
+            ),
         ] {
             let run = try await gateway(arguments, environment: environment)
             #expect(run.status == 9, "\(arguments) \(environment): \(run.output)")
-            #expect(run.output.contains("FAILED_PRECONDITION") && run.output.contains("plaintext") && run.output.contains("TLS"), "\(run.output)")
+            #expect(
+                run.output.contains("FAILED_PRECONDITION") && run.output.contains("plaintext")
+                    && run.output.contains("TLS"), "\(run.output)")
         }
         // A method needing no token still goes there.
-        let search = try await gateway(["zoo", "search", "lev", "--endpoint", "zoo=\(foreign)"], environment: ["MENAGERIE_TOKEN": "mnt_user"])
+        let search = try await gateway(
+            ["zoo", "search", "lev", "--endpoint", "zoo=\(foreign)"], environment: ["MENAGERIE_TOKEN": "mnt_user"])
         #expect(!search.output.contains("plaintext"), "\(search.output)")
     }
 
@@ -109,7 +126,9 @@ private final class CapturingListener: @unchecked Sendable {
         address.sin_port = 0
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, listen(descriptor, 16) == 0 else {
             Glibc.close(descriptor)
@@ -117,7 +136,9 @@ private final class CapturingListener: @unchecked Sendable {
         }
         var local = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) } }
+        _ = withUnsafeMutablePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
         self.descriptor = descriptor
         port = Int(UInt16(bigEndian: local.sin_port))
         let thread = Thread { [self] in acceptLoop() }

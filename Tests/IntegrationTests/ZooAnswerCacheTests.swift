@@ -8,26 +8,28 @@ import Testing
 @Suite(.serialized) struct ZooAnswerCacheTests {
     static let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : nil
     static let dataDirectory = Stack.root.deletingLastPathComponent().appendingPathComponent("shared/datasets/zoo")
-    static let enabled = (FileManager.default.fileExists(atPath: dataDirectory.path) && python != nil)
+    static let enabled =
+        (FileManager.default.fileExists(atPath: dataDirectory.path) && python != nil)
         || ProcessInfo.processInfo.environment["CI"] == "true"
 
     /// Searches replica `argv[1]` for "a" `argv[2]` times; prints each answer's total and its body's hash.
     static let script = #"""
-import hashlib, http.client, json, sys
-port, times = int(sys.argv[1]), int(sys.argv[2])
-out = []
-for _ in range(times):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    c.request("POST", "/menagerie.zoo.v1.Zoo/SearchAnimals", json.dumps({"query": "a", "pageSize": 5}), {"Content-Type": "application/json"})
-    r = c.getresponse()
-    b = r.read()
-    out.append([r.status, json.loads(b).get("total", 0), hashlib.sha256(b).hexdigest()])
-    c.close()
-print(json.dumps(out))
-"""#
+        import hashlib, http.client, json, sys
+        port, times = int(sys.argv[1]), int(sys.argv[2])
+        out = []
+        for _ in range(times):
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            c.request("POST", "/menagerie.zoo.v1.Zoo/SearchAnimals", json.dumps({"query": "a", "pageSize": 5}), {"Content-Type": "application/json"})
+            r = c.getresponse()
+            b = r.read()
+            out.append([r.status, json.loads(b).get("total", 0), hashlib.sha256(b).hexdigest()])
+            c.close()
+        print(json.dumps(out))
+        """#
 
     static func search(_ python: String, port: Int, times: Int) async throws -> [[AnyHashable]] {
-        let run = try await Stack.run(python, ["-c", script, "\(port)", "\(times)"], environment: ProcessInfo.processInfo.environment)
+        let run = try await Stack.run(
+            python, ["-c", script, "\(port)", "\(times)"], environment: ProcessInfo.processInfo.environment)
         try #require(run.status == 0, "\(run.output)")
         return try Stack.report(run.output)
     }
@@ -50,8 +52,10 @@ print(json.dumps(out))
 
         let imported = try await Stack.run(
             "\(Stack.binDirectory)/gateway",
-            ["zoo", "import", "--animals-json", Self.dataDirectory.appendingPathComponent("animals.json").path,
-             "--endpoint", "zoo=127.0.0.1:\(ports + 1)", "--json"],
+            [
+                "zoo", "import", "--animals-json", Self.dataDirectory.appendingPathComponent("animals.json").path,
+                "--endpoint", "zoo=127.0.0.1:\(ports + 1)", "--json",
+            ],
             environment: ProcessInfo.processInfo.environment)
         try #require(imported.status == 0, "\(imported.output)")
         try await Task.sleep(for: TestTime.scaled(.milliseconds(200)))
@@ -59,7 +63,9 @@ print(json.dumps(out))
         let after = try await Self.search(python, port: ports, times: 2)
         let fresh = try await Self.search(python, port: ports + 1, times: 1)
         #expect(after.allSatisfy { $0[0] == AnyHashable(200) })
-        #expect(after[0][1] != before[0][1], "A answers from the imported catalogue, not its kept answer: \(before) then \(after)")
+        #expect(
+            after[0][1] != before[0][1],
+            "A answers from the imported catalogue, not its kept answer: \(before) then \(after)")
         #expect(after[0][2] == fresh[0][2], "A's answer is B's, byte for byte")
         #expect(after[1][2] == after[0][2])
     }

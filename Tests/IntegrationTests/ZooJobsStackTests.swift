@@ -15,7 +15,8 @@ import ZooCore
             try ZooStackTests.sampleLexicon(first: 5).write(to: small, atomically: true, encoding: .utf8)
 
             // Detached: the job's id at once; watch prints plain lines (the output is a pipe) and the end state.
-            let started = try jsonObject(try await stack.gateway(["zoo", "import", "--lexicon-csv", small.path, "--detach", "--json"]))
+            let started = try jsonObject(
+                try await stack.gateway(["zoo", "import", "--lexicon-csv", small.path, "--detach", "--json"]))
             let id = try #require(started["id"] as? String)
             #expect(started["kind"] as? String == "zoo.import")
             let watched = try await stack.gateway(["zoo", "jobs", "watch", id])
@@ -38,7 +39,8 @@ import ZooCore
             #expect(jobs.map { $0["state"] as? String } == ["JOB_STATE_FAILED", "JOB_STATE_SUCCEEDED"])
             #expect((jobs.first?["error"] as? [String: Any])?["code"] as? Int == 3, "INVALID_ARGUMENT")
             let table = try await stack.gateway(["zoo", "jobs", "list", "--job-state", "succeeded"])
-            #expect(table.status == 0 && table.output.contains(id) && !table.output.contains("failed"), "\(table.output)")
+            #expect(
+                table.status == 0 && table.output.contains(id) && !table.output.contains("failed"), "\(table.output)")
             let shown = try await stack.gateway(["zoo", "jobs", "show", id])
             #expect(shown.output.contains("job \(id) (zoo.import) succeeded"), "\(shown.output)")
             #expect(try await stack.gateway(["zoo", "jobs", "show", "no-such-job"]).status == 5)
@@ -79,7 +81,8 @@ import ZooCore
             var jobID: String?
             for _ in 0..<Int(300 * TestTime.scale) where jobID == nil {
                 try await Task.sleep(for: .milliseconds(50))
-                let listed = try? jsonObject(try await stack.gateway(["zoo", "jobs", "list", "--job-state", "running", "--json"]))
+                let listed = try? jsonObject(
+                    try await stack.gateway(["zoo", "jobs", "list", "--job-state", "running", "--json"]))
                 let running = (listed?["jobs"] as? [[String: Any]])?.first { ($0["progress"] as? Double ?? 0) > 0 }
                 jobID = running?["id"] as? String
             }
@@ -109,7 +112,8 @@ import ZooCore
     /// The sample lexicon's animals `copies` times over, each copy with its own ids and names: an import that
     /// takes seconds.
     static func largeLexicon(copies: Int) throws -> String {
-        let text = try String(contentsOf: ZooStackTests.sampleDirectory.appendingPathComponent("lexikon-zvirat.csv"), encoding: .utf8)
+        let text = try String(
+            contentsOf: ZooStackTests.sampleDirectory.appendingPathComponent("lexikon-zvirat.csv"), encoding: .utf8)
         let records = CSVParser.parse(text).map(\.fields)
         let quote = { (field: String) in "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
         var lines = [records[0].map(quote).joined(separator: ";")]

@@ -11,7 +11,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         for item in ["zoo", "Menagerie_ZooCore.resources"] {
             try FileManager.default.copyItem(
-                at: URL(fileURLWithPath: Stack.binDirectory).appendingPathComponent(item), to: directory.appendingPathComponent(item))
+                at: URL(fileURLWithPath: Stack.binDirectory).appendingPathComponent(item),
+                to: directory.appendingPathComponent(item))
         }
         let log = directory.appendingPathComponent("zoo.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)

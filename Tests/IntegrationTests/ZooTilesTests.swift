@@ -13,31 +13,31 @@ import Testing
     /// `make DIR`: writes good.mbtiles, other.mbtiles (different tiles), plain.txt and no-tiles.sqlite.
     /// `get PORT FILE ETAG`: fetches /api/map/data and prints what matters as one JSON line.
     static let script = #"""
-import hashlib, http.client, json, os, sqlite3, sys
-if sys.argv[1] == "make":
-    d = sys.argv[2]
-    for name, tiles in (("good.mbtiles", 3), ("other.mbtiles", 5)):
-        db = sqlite3.connect(os.path.join(d, name))
-        db.execute("CREATE TABLE metadata (name TEXT, value TEXT)")
-        db.execute("INSERT INTO metadata VALUES ('name', 'zoo_prague_map'), ('format', 'png')")
-        db.execute("CREATE TABLE tiles (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_data BLOB)")
-        db.executemany("INSERT INTO tiles VALUES (16, ?, ?, ?)", [(i, i, os.urandom(40000)) for i in range(tiles)])
-        db.commit(); db.close()
-    open(os.path.join(d, "plain.txt"), "w").write("these are not tiles\n" * 100)
-    db = sqlite3.connect(os.path.join(d, "no-tiles.sqlite"))
-    db.execute("CREATE TABLE metadata (name TEXT, value TEXT)"); db.commit(); db.close()
-    sys.exit(0)
-port, path, etag = int(sys.argv[2]), sys.argv[3], sys.argv[4]
-c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-headers = {"Accept-Encoding": "gzip"}
-if etag != "-": headers["If-None-Match"] = etag
-c.request("GET", "/api/map/data", headers=headers)
-r = c.getresponse(); body = r.read(); h = {k.lower(): v for k, v in r.getheaders()}
-print(json.dumps({"status": r.status, "type": h.get("content-type"), "disposition": h.get("content-disposition"),
-                  "etag": h.get("etag"), "encoding": h.get("content-encoding"), "length": len(body),
-                  "equal": path != "-" and body == open(path, "rb").read(),
-                  "detail": json.loads(body).get("detail") if h.get("content-type") == "application/json" else None}))
-"""#
+        import hashlib, http.client, json, os, sqlite3, sys
+        if sys.argv[1] == "make":
+            d = sys.argv[2]
+            for name, tiles in (("good.mbtiles", 3), ("other.mbtiles", 5)):
+                db = sqlite3.connect(os.path.join(d, name))
+                db.execute("CREATE TABLE metadata (name TEXT, value TEXT)")
+                db.execute("INSERT INTO metadata VALUES ('name', 'zoo_prague_map'), ('format', 'png')")
+                db.execute("CREATE TABLE tiles (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_data BLOB)")
+                db.executemany("INSERT INTO tiles VALUES (16, ?, ?, ?)", [(i, i, os.urandom(40000)) for i in range(tiles)])
+                db.commit(); db.close()
+            open(os.path.join(d, "plain.txt"), "w").write("these are not tiles\n" * 100)
+            db = sqlite3.connect(os.path.join(d, "no-tiles.sqlite"))
+            db.execute("CREATE TABLE metadata (name TEXT, value TEXT)"); db.commit(); db.close()
+            sys.exit(0)
+        port, path, etag = int(sys.argv[2]), sys.argv[3], sys.argv[4]
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        headers = {"Accept-Encoding": "gzip"}
+        if etag != "-": headers["If-None-Match"] = etag
+        c.request("GET", "/api/map/data", headers=headers)
+        r = c.getresponse(); body = r.read(); h = {k.lower(): v for k, v in r.getheaders()}
+        print(json.dumps({"status": r.status, "type": h.get("content-type"), "disposition": h.get("content-disposition"),
+                          "etag": h.get("etag"), "encoding": h.get("content-encoding"), "length": len(body),
+                          "equal": path != "-" and body == open(path, "rb").read(),
+                          "detail": json.loads(body).get("detail") if h.get("content-type") == "application/json" else None}))
+        """#
 
     struct Answer: Decodable {
         let status: Int
@@ -52,7 +52,8 @@ print(json.dumps({"status": r.status, "type": h.get("content-type"), "dispositio
 
     static func get(_ port: Int, expecting file: String = "-", ifNoneMatch: String? = nil) async throws -> Answer {
         let python = try #require(python)
-        let run = try await Stack.run(python, ["-c", script, "get", "\(port)", file, ifNoneMatch ?? "-"], environment: [:])
+        let run = try await Stack.run(
+            python, ["-c", script, "get", "\(port)", file, ifNoneMatch ?? "-"], environment: [:])
         try #require(run.status == 0, "the HTTP client failed: \(run.output)")
         return try JSONDecoder().decode(Answer.self, from: Data(run.output.utf8))
     }
@@ -61,7 +62,8 @@ print(json.dumps({"status": r.status, "type": h.get("content-type"), "dispositio
     func importedTilesAreServedByEveryReplicaAndABadFileChangesNothing() async throws {
         let python = try #require(Self.python)
         let ports = try RawSocket.freePortBlock(count: 2)
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-tiles-\(UUID().uuidString)")
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "menagerie-tiles-\(UUID().uuidString)")
         let data = scratch.appendingPathComponent("data"), files = scratch.appendingPathComponent("files")
         try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
@@ -77,11 +79,13 @@ print(json.dumps({"status": r.status, "type": h.get("content-type"), "dispositio
                 "\(Stack.binDirectory)/gateway", arguments + ["--endpoint", "zoo=127.0.0.1:\(ports)"],
                 environment: ProcessInfo.processInfo.environment)
         }
-        let good = files.appendingPathComponent("good.mbtiles").path, other = files.appendingPathComponent("other.mbtiles").path
+        let good = files.appendingPathComponent("good.mbtiles").path,
+            other = files.appendingPathComponent("other.mbtiles").path
 
         // Nothing imported: FastAPI's 404, as the app's server says it for anything it does not have.
         let before = try await Self.get(ports)
-        #expect(before.status == 404 && before.type == "application/json" && before.detail == "Item not found", "\(before)")
+        #expect(
+            before.status == 404 && before.type == "application/json" && before.detail == "Item not found", "\(before)")
         let emptyStatus = try await gateway(["zoo", "status"])
         #expect(emptyStatus.status == 0 && emptyStatus.output.contains("map tiles: none"), "\(emptyStatus.output)")
 
@@ -103,10 +107,15 @@ print(json.dumps({"status": r.status, "type": h.get("content-type"), "dispositio
         #expect(notModified.status == 304 && notModified.length == 0 && notModified.etag == tag, "\(notModified)")
 
         // Bad files: refused with what is wrong, the stored file unchanged, nothing left behind.
-        let refusals = [("plain.txt", "does not start with the SQLite 3 header"), ("no-tiles.sqlite", "has no `tiles` table or view")]
+        let refusals = [
+            ("plain.txt", "does not start with the SQLite 3 header"),
+            ("no-tiles.sqlite", "has no `tiles` table or view"),
+        ]
         for (name, says) in refusals {
             let refused = try await gateway(["zoo", "import", "--tiles", files.appendingPathComponent(name).path])
-            #expect(refused.status == 3 && refused.output.contains("not an MBTiles file") && refused.output.contains(says), "\(name): \(refused.output)")
+            #expect(
+                refused.status == 3 && refused.output.contains("not an MBTiles file") && refused.output.contains(says),
+                "\(name): \(refused.output)")
         }
         let afterRefusals = try await Self.get(ports, expecting: good)
         #expect(afterRefusals.status == 200 && afterRefusals.equal && afterRefusals.etag == tag, "\(afterRefusals)")
@@ -114,7 +123,8 @@ print(json.dumps({"status": r.status, "type": h.get("content-type"), "dispositio
         #expect(left.isEmpty, "temporary files left: \(left)")
 
         let status = try await gateway(["zoo", "status", "--json"])
-        let metadata = try #require(try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [String: Any], "\(status.output)")
+        let metadata = try #require(
+            try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [String: Any], "\(status.output)")
         let tiles = try #require(metadata["tiles"] as? [String: Any], "\(status.output)")
         #expect("\(tiles["sizeBytes"] ?? "")" == "\(size)", "\(tiles)")
         let text = try await gateway(["zoo", "status"])

@@ -43,7 +43,10 @@ struct JobsTestCommand: AsyncParsableCommand {
                     background.append(FailingBackgroundService(after: .milliseconds(after)))
                 }
                 return AppServices(
-                    rpc: [jobs.rpcService, JobsTestingService(runner: jobs.runner, lane: environment.lane, logger: environment.logger)], background: background)
+                    rpc: [
+                        jobs.rpcService,
+                        JobsTestingService(runner: jobs.runner, lane: environment.lane, logger: environment.logger),
+                    ], background: background)
             }
         } catch {
             throw ExitCode.failure
@@ -94,12 +97,15 @@ struct JobsTestingService: RPCService {
             guard (0...10_000).contains(request.steps), (0...60_000).contains(request.stepMs) else {
                 throw RPCError(.invalidArgument, "steps must be 0…10000 and step_ms 0…60000")
             }
-            let job = try await runner.start(kind: "test.sleep", submitter: serverContext.submitter, user: serverContext.caller?.name) { context -> JobsV1.StartTestJobRequest in
+            let job = try await runner.start(
+                kind: "test.sleep", submitter: serverContext.submitter, user: serverContext.caller?.name
+            ) { context -> JobsV1.StartTestJobRequest in
                 for step in 0..<Int(request.steps) {
                     try context.checkCancellation()
                     usleep(UInt32(request.stepMs) * 1000)
                     context.report(
-                        progress: Double(step + 1) / Double(request.steps), message: "step \(step + 1) of \(request.steps)")
+                        progress: Double(step + 1) / Double(request.steps),
+                        message: "step \(step + 1) of \(request.steps)")
                 }
                 if request.failWithCode != 0 {
                     throw RPCError(StatusCode(rawValue: request.failWithCode), "failed as asked")

@@ -25,7 +25,8 @@ import WorkLane
         let pid = process.processIdentifier
         process.waitUntilExit()
         return JobOwner(
-            id: UUID().uuidString, machine: JobOwner.current().machine, pid: pid, processStart: 12345, heartbeatAt: Date())
+            id: UUID().uuidString, machine: JobOwner.current().machine, pid: pid, processStart: 12345,
+            heartbeatAt: Date())
     }
 
     @Test func aRestartedReplicaFailsTheJobsOfDeadProcesses() async throws {
@@ -118,7 +119,8 @@ import WorkLane
 
     private func heartbeat(of runner: JobRunner) async throws -> Double {
         try await runner.store.database.read { connection in
-            try connection.queryOne("SELECT heartbeat_at FROM job_owners WHERE id = ?", [runner.owner.id])?.double(0) ?? 0
+            try connection.queryOne("SELECT heartbeat_at FROM job_owners WHERE id = ?", [runner.owner.id])?.double(0)
+                ?? 0
         }
     }
 

@@ -178,11 +178,18 @@ import WorkLane
             store: try JobStore(database: try Database(path: scratch.databasePath, migrations: [])),
             lane: WorkLane(name: "jobs", threads: 1, queueLimit: 100), options: options)
         let proceed = Gate()
-        let first = try await runner.start(kind: "test", submitter: "ana") { _ in proceed.wait(); return nil }
+        let first = try await runner.start(kind: "test", submitter: "ana") { _ in
+            proceed.wait()
+            return nil
+        }
         _ = try await runner.start(kind: "test", submitter: "ana") { _ in nil }
-        await #expect(throws: JobRunner.JobQueueFull.self) { _ = try await runner.start(kind: "test", submitter: "ana") { _ in nil } }
+        await #expect(throws: JobRunner.JobQueueFull.self) {
+            _ = try await runner.start(kind: "test", submitter: "ana") { _ in nil }
+        }
         _ = try await runner.start(kind: "test", submitter: "ben") { _ in nil }
-        await #expect(throws: JobRunner.JobQueueFull.self) { _ = try await runner.start(kind: "test", submitter: "cyril") { _ in nil } }
+        await #expect(throws: JobRunner.JobQueueFull.self) {
+            _ = try await runner.start(kind: "test", submitter: "cyril") { _ in nil }
+        }
         #expect(try await runner.list(limit: 10).jobs.count == 3)
         proceed.open()
         _ = try await runner.finished(first.id)

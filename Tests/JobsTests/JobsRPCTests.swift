@@ -31,7 +31,11 @@ import WorkLane
             var category: ErrorCategory { .failedPrecondition }
             var message: String { "the model is not trained yet" }
         }
-        #expect(JobsRPC.failure(Refused()) == JobFailure(code: StatusCode.failedPrecondition.rawValue, message: "the model is not trained yet"))
-        #expect(JobsRPC.failure(StorageError(.busy, message: "locked")) == JobFailure(code: StatusCode.unavailable.rawValue, message: "locked"))
+        #expect(
+            JobsRPC.failure(Refused())
+                == JobFailure(code: StatusCode.failedPrecondition.rawValue, message: "the model is not trained yet"))
+        #expect(
+            JobsRPC.failure(StorageError(.busy, message: "locked"))
+                == JobFailure(code: StatusCode.unavailable.rawValue, message: "locked"))
     }
 }

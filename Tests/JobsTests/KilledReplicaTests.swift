@@ -27,7 +27,8 @@ import Transport
 
         let seen = Box<[JobsV1.Job]>([])
         let watch = Task {
-            for try await job in b.client.serverStreaming(JobsV1.Jobs.watchJob, JobsV1.WatchJobRequest(id: started.id)) {
+            for try await job in b.client.serverStreaming(JobsV1.Jobs.watchJob, JobsV1.WatchJobRequest(id: started.id))
+            {
                 seen.set(seen.value + [job])
             }
         }
@@ -42,7 +43,8 @@ import Transport
         #expect(last.finishedAt != nil)
         #expect(seen.value.dropLast().allSatisfy { $0.state == .queued || $0.state == .running })
 
-        let restarted = try await ReplicaProcess(port: base, database: scratch.databasePath, directory: scratch.directory)
+        let restarted = try await ReplicaProcess(
+            port: base, database: scratch.databasePath, directory: scratch.directory)
         defer { restarted.stop() }
         let reported = try await restarted.client.unary(JobsV1.Jobs.getJob, JobsV1.GetJobRequest(id: started.id))
         #expect(reported.state == .failed)
@@ -65,7 +67,8 @@ import Transport
         let store = try JobsTestsStore(path: scratch.databasePath)
         #expect(try await store.state(of: job.id) == "running")
 
-        let restarted = try await ReplicaProcess(port: port, database: scratch.databasePath, directory: scratch.directory)
+        let restarted = try await ReplicaProcess(
+            port: port, database: scratch.databasePath, directory: scratch.directory)
         defer { restarted.stop() }
         #expect(try await store.state(of: job.id) == "failed")  // failed on start, before any call
         let listed = try await restarted.client.unary(JobsV1.Jobs.listJobs, JobsV1.ListJobsRequest())
@@ -103,7 +106,8 @@ import Transport
         let failed = try await client.unary(JobsV1.Jobs.getJob, JobsV1.GetJobRequest(id: failing.id))
         #expect(failed.error == JobsV1.JobError(code: 9, message: "failed as asked"))
 
-        let long = try await client.unary(JobsV1.JobsTesting.startTestJob, JobsV1.StartTestJobRequest(steps: 1000, stepMs: 20))
+        let long = try await client.unary(
+            JobsV1.JobsTesting.startTestJob, JobsV1.StartTestJobRequest(steps: 1000, stepMs: 20))
         _ = try await client.unary(JobsV1.Jobs.cancelJob, JobsV1.CancelJobRequest(id: long.id))
         try await eventually("the cancelled job to end") {
             try await client.unary(JobsV1.Jobs.getJob, JobsV1.GetJobRequest(id: long.id)).state == .cancelled
@@ -111,13 +115,18 @@ import Transport
 
         let page = try await client.unary(JobsV1.Jobs.listJobs, JobsV1.ListJobsRequest(pageSize: 2))
         #expect(page.jobs.map(\.id) == [long.id, failing.id])
-        let rest = try await client.unary(JobsV1.Jobs.listJobs, JobsV1.ListJobsRequest(pageSize: 2, pageToken: page.nextPageToken))
+        let rest = try await client.unary(
+            JobsV1.Jobs.listJobs, JobsV1.ListJobsRequest(pageSize: 2, pageToken: page.nextPageToken))
         #expect(rest.jobs.map(\.id) == [job.id])
         #expect(rest.nextPageToken.isEmpty)
-        let cancelled = try await client.unary(JobsV1.Jobs.listJobs, JobsV1.ListJobsRequest(states: [.cancelled], kind: "test.sleep"))
+        let cancelled = try await client.unary(
+            JobsV1.Jobs.listJobs, JobsV1.ListJobsRequest(states: [.cancelled], kind: "test.sleep"))
         #expect(cancelled.jobs.map(\.id) == [long.id])
 
-        for bad in [JobsV1.ListJobsRequest(pageSize: 0), JobsV1.ListJobsRequest(pageToken: "x"), JobsV1.ListJobsRequest(states: [.unspecified])] {
+        for bad in [
+            JobsV1.ListJobsRequest(pageSize: 0), JobsV1.ListJobsRequest(pageToken: "x"),
+            JobsV1.ListJobsRequest(states: [.unspecified]),
+        ] {
             await #expect { _ = try await client.unary(JobsV1.Jobs.listJobs, bad) } throws: {
                 ($0 as? RPCError)?.code == .invalidArgument
             }
@@ -146,11 +155,15 @@ import Transport
         var calls: [Task<Void, any Error>] = []
         let busy = Int32(2000 * TestTime.scale)
         for onLane in [true, true, false, false] {
-            calls.append(Task { _ = try await client.unary(JobsV1.JobsTesting.sleep, JobsV1.SleepRequest(ms: busy, onLane: onLane)) })
+            calls.append(
+                Task {
+                    _ = try await client.unary(JobsV1.JobsTesting.sleep, JobsV1.SleepRequest(ms: busy, onLane: onLane))
+                })
         }
         try await Task.sleep(for: TestTime.scaled(.milliseconds(300)))  // every call has reached its handler
         let started = ContinuousClock.now
-        _ = try await client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest(), options: CallOptions(timeout: TestTime.scaled(.seconds(5))))
+        _ = try await client.unary(
+            RpcV1.Health.check, RpcV1.HealthCheckRequest(), options: CallOptions(timeout: TestTime.scaled(.seconds(5))))
         let latency = ContinuousClock.now - started
         #expect(latency < TestTime.scaled(.milliseconds(50)), "health took \(latency)")
         for call in calls { try await call.value }
@@ -164,29 +177,39 @@ import Transport
         let port = try RawSocket.freePortBlock(count: 1)
         let replica = try await ReplicaProcess(
             port: port, database: scratch.databasePath, directory: scratch.directory,
-            extraArguments: ["--lane-threads", "1", "--lane-queue", "2", "--job-threads", "1", "--max-jobs-per-user", "5"])
+            extraArguments: [
+                "--lane-threads", "1", "--lane-queue", "2", "--job-threads", "1", "--max-jobs-per-user", "5",
+            ])
         defer { replica.stop() }
         let client = replica.client
         var accepted: [String] = []
         var refusals: [RPCError] = []
         for _ in 0..<30 {
             do {
-                accepted.append(try await client.unary(JobsV1.JobsTesting.startTestJob, JobsV1.StartTestJobRequest(steps: 100, stepMs: 50)).id)
+                accepted.append(
+                    try await client.unary(
+                        JobsV1.JobsTesting.startTestJob, JobsV1.StartTestJobRequest(steps: 100, stepMs: 50)
+                    ).id)
             } catch let error as RPCError {
                 refusals.append(error)
             }
         }
         #expect(accepted.count == 5)
         #expect(refusals.count == 25 && refusals.allSatisfy { $0.code == .resourceExhausted })
-        #expect(refusals.first?.message.contains("127.0.0.1 has 5 jobs queued or running") == true, "\(refusals.first?.message ?? "")")
+        #expect(
+            refusals.first?.message.contains("127.0.0.1 has 5 jobs queued or running") == true,
+            "\(refusals.first?.message ?? "")")
         // Quick calls on the lane are served while the jobs wait and run.
         for _ in 0..<6 {
-            _ = try await client.unary(JobsV1.JobsTesting.sleep, JobsV1.SleepRequest(ms: 5, onLane: true), options: CallOptions(timeout: TestTime.scaled(.seconds(5))))
+            _ = try await client.unary(
+                JobsV1.JobsTesting.sleep, JobsV1.SleepRequest(ms: 5, onLane: true),
+                options: CallOptions(timeout: TestTime.scaled(.seconds(5))))
         }
         for id in accepted { _ = try await client.unary(JobsV1.Jobs.cancelJob, JobsV1.CancelJobRequest(id: id)) }
         // Once they ended, the submitter may start jobs again.
         try await eventually("the cancelled jobs ended") {
-            (try? await client.unary(JobsV1.JobsTesting.startTestJob, JobsV1.StartTestJobRequest(steps: 1, stepMs: 1))) != nil
+            (try? await client.unary(JobsV1.JobsTesting.startTestJob, JobsV1.StartTestJobRequest(steps: 1, stepMs: 1)))
+                != nil
         }
     }
 }

@@ -7,7 +7,8 @@ import Transport
 
 /// One `jobs-test-service` process (a replica) and a client for it.
 final class ReplicaProcess: @unchecked Sendable {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     static let binDirectory =
         ProcessInfo.processInfo.environment["MENAGERIE_BIN_DIR"] ?? root.appendingPathComponent(".build/debug").path
 
@@ -31,7 +32,8 @@ final class ReplicaProcess: @unchecked Sendable {
         let giveUp = ContinuousClock.now + TestTime.scaled(.seconds(30))
         while true {
             if let answer = try? await client.unary(
-                RpcV1.Health.check, RpcV1.HealthCheckRequest(), options: CallOptions(timeout: TestTime.scaled(.seconds(1)))),
+                RpcV1.Health.check, RpcV1.HealthCheckRequest(),
+                options: CallOptions(timeout: TestTime.scaled(.seconds(1)))),
                 answer.pid == Int64(process.processIdentifier)
             {
                 return

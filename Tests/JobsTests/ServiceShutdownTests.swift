@@ -19,14 +19,17 @@ import Transport
     @Test func sigtermLosesNoneOfTheCallsInFlight() async throws {
         // The calls last (scaled) long enough to be in flight through the draining checks; the grace outlasts them.
         let service = try await LoggedService(
-            arguments: ["--lane-threads", "16", "--shutdown-grace", "\(Int(20 * TestTime.scale))", "--log-level", "debug"])
+            arguments: [
+                "--lane-threads", "16", "--shutdown-grace", "\(Int(20 * TestTime.scale))", "--log-level", "debug",
+            ])
         let length = Int32(3000 * TestTime.scale)
         defer { service.stop() }
         let calls = 12
         let results = (0..<calls).map { _ in
             Task {
                 try await service.client.unary(
-                    JobsV1.JobsTesting.sleep, JobsV1.SleepRequest(ms: length, onLane: true), options: CallOptions(timeout: TestTime.scaled(.seconds(30))))
+                    JobsV1.JobsTesting.sleep, JobsV1.SleepRequest(ms: length, onLane: true),
+                    options: CallOptions(timeout: TestTime.scaled(.seconds(30))))
             }
         }
         // Every call is being served before the signal (each logs as it starts).
@@ -42,10 +45,13 @@ import Transport
             try await service.client.unary(JobsV1.JobsTesting.sleep, JobsV1.SleepRequest(ms: 1))
         }
         #expect(refused?.code == .unavailable)
-        let newcomer = RPCClient(transports: [try TCPClientTransport(endpoint: "127.0.0.1:\(service.port)")], retry: .init(maxAttempts: 1))
+        let newcomer = RPCClient(
+            transports: [try TCPClientTransport(endpoint: "127.0.0.1:\(service.port)")], retry: .init(maxAttempts: 1))
         defer { newcomer.close() }
         let refusedConnection = await #expect(throws: RPCError.self) {
-            try await newcomer.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest(), options: CallOptions(timeout: TestTime.scaled(.seconds(2))))
+            try await newcomer.unary(
+                RpcV1.Health.check, RpcV1.HealthCheckRequest(),
+                options: CallOptions(timeout: TestTime.scaled(.seconds(2))))
         }
         #expect(refusedConnection?.code == .unavailable)
 
@@ -61,7 +67,8 @@ import Transport
     @Test func aRunningJobIsRecordedFailedByTheShutdown() async throws {
         let service = try await LoggedService()
         defer { service.stop() }
-        let job = try await service.client.unary(JobsV1.JobsTesting.startTestJob, JobsV1.StartTestJobRequest(steps: 1000, stepMs: 20))
+        let job = try await service.client.unary(
+            JobsV1.JobsTesting.startTestJob, JobsV1.StartTestJobRequest(steps: 1000, stepMs: 20))
         try await eventually("the job running") {
             try await service.client.unary(JobsV1.Jobs.getJob, JobsV1.GetJobRequest(id: job.id)).state == .running
         }
@@ -79,7 +86,8 @@ import Transport
         let service = try await LoggedService(environment: ["JOBS_TEST_FAILING_BACKGROUND_MS": "500"])
         defer { service.stop() }
         #expect(try await service.exitStatus() == 1)
-        #expect(service.log.contains("background service failing test service failed: failed as asked"), "\(service.log)")
+        #expect(
+            service.log.contains("background service failing test service failed: failed as asked"), "\(service.log)")
         #expect(service.log.contains("stopped after"), "\(service.log)")
     }
 
@@ -101,25 +109,30 @@ final class LoggedService: @unchecked Sendable {
     let client: RPCClient
     var databasePath: String { directory.appendingPathComponent("data/jobs-test.sqlite").path }
     var pid: Int32 { process.processIdentifier }
-    var log: String { (try? String(contentsOf: directory.appendingPathComponent("service.log"), encoding: .utf8)) ?? "" }
+    var log: String {
+        (try? String(contentsOf: directory.appendingPathComponent("service.log"), encoding: .utf8)) ?? ""
+    }
 
     /// Starts the process without waiting for it to serve.
     init(launchingWith environment: [String: String] = [:], arguments: [String] = []) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("service-shutdown-\(UUID().uuidString)")
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "service-shutdown-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         port = try RawSocket.freePortBlock(count: 1)
         let logFile = directory.appendingPathComponent("service.log")
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let handle = try FileHandle(forWritingTo: logFile)
         process.executableURL = URL(fileURLWithPath: "\(ReplicaProcess.binDirectory)/jobs-test-service")
-        process.arguments = ["--port", "\(port)", "--data-dir", directory.appendingPathComponent("data").path] + arguments
+        process.arguments =
+            ["--port", "\(port)", "--data-dir", directory.appendingPathComponent("data").path] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = handle
         process.standardError = handle
         try process.run()
         try handle.close()
-        client = RPCClient(transports: [try TCPClientTransport(endpoint: "127.0.0.1:\(port)")], retry: .init(maxAttempts: 1))
+        client = RPCClient(
+            transports: [try TCPClientTransport(endpoint: "127.0.0.1:\(port)")], retry: .init(maxAttempts: 1))
     }
 
     /// Starts the process and waits until it answers SERVING.
@@ -127,7 +140,9 @@ final class LoggedService: @unchecked Sendable {
         try self.init(launchingWith: environment, arguments: arguments)
         try await eventually("the service serving", within: .seconds(30)) {
             guard process.isRunning else { throw ReplicaFailed(description: "the service exited: \(log)") }
-            let answer = try? await client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest(), options: CallOptions(timeout: TestTime.scaled(.seconds(1))))
+            let answer = try? await client.unary(
+                RpcV1.Health.check, RpcV1.HealthCheckRequest(),
+                options: CallOptions(timeout: TestTime.scaled(.seconds(1))))
             return answer?.pid == Int64(pid) && answer?.status == .serving
         }
     }

@@ -6,7 +6,8 @@ import Testing
 /// while serving does after draining, not killed by the signal.
 @Suite(.timeLimit(.minutes(1))) struct StartupSignalTests {
     @Test func sigtermWhileStartingExitsZero() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("startup-signal-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "startup-signal-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let log = directory.appendingPathComponent("service.log")
@@ -16,7 +17,9 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "\(ReplicaProcess.binDirectory)/jobs-test-service")
         process.arguments = ["--port", "0", "--data-dir", directory.appendingPathComponent("data").path]
-        process.environment = ProcessInfo.processInfo.environment.merging(["JOBS_TEST_STARTUP_DELAY_MS": "20000"]) { $1 }
+        process.environment = ProcessInfo.processInfo.environment.merging(["JOBS_TEST_STARTUP_DELAY_MS": "20000"]) {
+            $1
+        }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = handle
         process.standardError = handle
@@ -28,7 +31,8 @@ import Testing
         for _ in 0..<polls where !logText().contains("delaying startup") && process.isRunning {
             try await Task.sleep(for: .milliseconds(50))
         }
-        try #require(logText().contains("delaying startup"), "the service did not reach its startup delay: \(logText())")
+        try #require(
+            logText().contains("delaying startup"), "the service did not reach its startup delay: \(logText())")
         kill(process.processIdentifier, SIGTERM)
         for _ in 0..<polls where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
         try #require(!process.isRunning, "SIGTERM while starting did not end the service")

@@ -23,11 +23,11 @@ final class Scratch: @unchecked Sendable {
         options.progressInterval = .milliseconds(20)
         options.watchInterval = .milliseconds(10)
         options.heartbeatInterval = .milliseconds(50)
-        return JobRunner(store: try JobStore(database: try Database(path: databasePath, migrations: [])), lane: lane, options: options)
+        return JobRunner(
+            store: try JobStore(database: try Database(path: databasePath, migrations: [])), lane: lane,
+            options: options)
     }
 }
-
-
 
 struct TimedOut: Error, CustomStringConvertible {
     let what: String

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import OCRCore
 import TextRecognition
+
+@testable import OCRCore
 
 /// The defaults on the committed display photos (`Tests/DisplayPhotos`): each choice the recogniser can make
 /// measured alone, the automatic choice, and the `tesseract` program beside them, per condition. Prints the table
@@ -38,14 +39,17 @@ import TextRecognition
     }
 
     @Test func defaultsReadDisplaysThatPageSegmentationMisses() async throws {
-        let photos = try DisplayPhotoFixture.photos().filter { !DisplayPhotoFixture.templatePhotos.contains($0.condition) }
+        let photos = try DisplayPhotoFixture.photos().filter {
+            !DisplayPhotoFixture.templatePhotos.contains($0.condition)
+        }
         let conditions = DisplayPhotoFixture.conditions(photos)
         var read: [String: [String: Int]] = [:]  // mode → condition → values read
         var shown: [String: Int] = [:]
         for photo in photos {
             shown[photo.condition, default: 0] += photo.values.filter { !$0.isEmpty }.count
             for mode in Self.modes {
-                read[mode.name, default: [:]][photo.condition, default: 0] += try await Self.valuesRead(photo, mode: mode)
+                read[mode.name, default: [:]][photo.condition, default: 0] += try await Self.valuesRead(
+                    photo, mode: mode)
             }
             for psm in ["3", "11"] {
                 let text = try await TesseractCLI.text(photo.url, psm: psm)
@@ -54,12 +58,14 @@ import TextRecognition
             }
         }
         let rows = Self.modes.map(\.name) + ["tesseract --psm 3", "tesseract --psm 11"]
-        var table = "| reader | " + conditions.joined(separator: " | ") + " | all |\n|---|"
+        var table =
+            "| reader | " + conditions.joined(separator: " | ") + " | all |\n|---|"
             + String(repeating: "---|", count: conditions.count + 1) + "\n"
         let total = shown.values.reduce(0, +)
         for row in rows {
             let counts = conditions.map { read[row]?[$0] ?? 0 }
-            table += "| \(row) | " + zip(conditions, counts).map { "\($1)/\(shown[$0]!)" }.joined(separator: " | ")
+            table +=
+                "| \(row) | " + zip(conditions, counts).map { "\($1)/\(shown[$0]!)" }.joined(separator: " | ")
                 + " | \(counts.reduce(0, +))/\(total) |\n"
         }
         print("Values read right on Tests/DisplayPhotos, per condition:\n" + table)
@@ -69,7 +75,9 @@ import TextRecognition
         // Page segmentation alone (the old default, and the program's) misses nearly every display; so does the
         // accurate preparation with it. The defaults read what sparse segmentation reads, within the two
         // seven-segment values the binarised reading gets wrong while Tesseract is sure of it (README).
-        for row in ["fast, page", "accurate prepared only, page", "accurate prepared only, sparse", "tesseract --psm 3"] {
+        for row in [
+            "fast, page", "accurate prepared only, page", "accurate prepared only, sparse", "tesseract --psm 3",
+        ] {
             #expect(all("default (accurate, automatic)") >= all(row), "default against \(row)")
         }
         #expect(all("default (accurate, automatic)") >= all("tesseract --psm 11") - 2)

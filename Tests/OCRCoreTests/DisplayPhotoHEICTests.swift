@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import OCRCore
 import TextRecognition
+
+@testable import OCRCore
 
 /// A display photographed by an iPhone arrives as HEIC, which Leptonica cannot read: the decoder reads it through
 /// libheif, and the defaults read the same values as from the PNG.
@@ -21,7 +22,8 @@ import TextRecognition
         let engine = try await sharedRecognizer.engines.checkout(options.engineConfiguration)
         defer { sharedRecognizer.engines.checkin(engine) }
         var timings = RecognitionTimings()
-        let reading = try TextRecognizer.bestReading(decoded.pages[0], options: options, engine: engine, timings: &timings)
+        let reading = try TextRecognizer.bestReading(
+            decoded.pages[0], options: options, engine: engine, timings: &timings)
         #expect(DisplayPhotoFixture.valuesRead(reading.page.text, photo: photo) == 3, "\(reading.page.text)")
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import OCRCore
 import TextRecognition
+
+@testable import OCRCore
 
 /// Templates on the committed display photos (`Tests/DisplayPhotos`): a template made from `template.png` (the
 /// user picks the three values), then every other photo matched to it with the defaults. Every value is either
@@ -14,7 +15,8 @@ import TextRecognition
         let result = try await sharedRecognizer.recognize(try photo.data())
         return try zip(DisplayPhotoFixture.valueNames, photo.values).map { name, value in
             let picked = try #require(
-                result.observations.first { $0.level == .word && Self.number($0.text) == value }, "\(value) in \(result.text)")
+                result.observations.first { $0.level == .word && Self.number($0.text) == value },
+                "\(value) in \(result.text)")
             return ValueDefinition(name: name, observation: picked, among: result.observations)
         }
     }
@@ -29,8 +31,11 @@ import TextRecognition
     @Test func templateLearnsShapesAndLabels() async throws {
         let values = try await Self.template()
         #expect(values.map(\.shape) == ["##.##V", "#.##A", "##%"], "\(values)")
-        #expect(values.map { ValueShape.labelSimilarity($0.label, "Napětí") > 0.7 } == [true, false, false], "\(values)")
-        #expect(ValueShape.labelSimilarity(values[1].label, "Proud") > 0.7 && ValueShape.labelSimilarity(values[2].label, "Nabito") > 0.7)
+        #expect(
+            values.map { ValueShape.labelSimilarity($0.label, "Napětí") > 0.7 } == [true, false, false], "\(values)")
+        #expect(
+            ValueShape.labelSimilarity(values[1].label, "Proud") > 0.7
+                && ValueShape.labelSimilarity(values[2].label, "Nabito") > 0.7)
     }
 
     @Test func everyValueIsRightOrFlaggedAndAShiftedDisplayKeepsItsSlots() async throws {
@@ -56,10 +61,12 @@ import TextRecognition
                 table[photo.condition] = row
             }
         }
-        var text = "| condition | right | right, flagged | wrong, flagged | wrong, not flagged |\n|---|---|---|---|---|\n"
+        var text =
+            "| condition | right | right, flagged | wrong, flagged | wrong, not flagged |\n|---|---|---|---|---|\n"
         for condition in order {
             let row = table[condition]!
-            text += "| \(condition) | \(row.right) | \(row.flaggedRight) | \(row.flaggedWrong) | \(row.silentlyWrong) |\n"
+            text +=
+                "| \(condition) | \(row.right) | \(row.flaggedRight) | \(row.flaggedWrong) | \(row.silentlyWrong) |\n"
         }
         print("Template values on Tests/DisplayPhotos (template from template.png):\n" + text)
         #expect(failures.isEmpty, "silently wrong: \(failures)")
@@ -78,7 +85,9 @@ import TextRecognition
         let result = try await sharedRecognizer.recognize(try photo.data())
         let matched = TemplateMatcher.match(template, in: result.observations)
         #expect(matched.map { Self.number($0.text) } == photo.values, "\(matched)")
-        #expect(matched[1].isUncertain && matched[1].uncertainty.contains("its unit V is not the learned A"), "\(matched[1])")
+        #expect(
+            matched[1].isUncertain && matched[1].uncertainty.contains("its unit V is not the learned A"),
+            "\(matched[1])")
         #expect(!matched[0].isUncertain && !matched[2].isUncertain, "\(matched)")
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
 import StorageTestSupport
 import Testing
-@testable import OCRCore
 import TextRecognition
+
+@testable import OCRCore
 
 /// Templates end to end on display-like photos the test renders: light digits on a dark panel, the values
 /// changing between photos and a `CHARGING` label that moves about, sometimes between the values.
@@ -10,7 +11,9 @@ import TextRecognition
     static let labels = DisplayPhotos.labels
     static let photos = DisplayPhotos.values
     static func snippets() throws -> [String: Image] { try DisplayPhotos.snippets() }
-    static func photo(_ index: Int, _ snippets: [String: Image]) throws -> Data { try DisplayPhotos.photo(index, snippets) }
+    static func photo(_ index: Int, _ snippets: [String: Image]) throws -> Data {
+        try DisplayPhotos.photo(index, snippets)
+    }
 
     @Test(.enabled(if: TextRenderer.available, "skipped: text2image or DejaVu fonts are missing"))
     func everyValueIsFilledFromItsRegion() async throws {
@@ -30,7 +33,8 @@ import TextRecognition
         }
         let template = try store.createTemplate(
             name: "Battery monitor", values: definitions,
-            firstRecord: TemplateMatcher.match(definitions, in: first.observations)).template
+            firstRecord: TemplateMatcher.match(definitions, in: first.observations)
+        ).template
 
         for index in 1..<Self.photos.count {
             let result = try await sharedRecognizer.recognize(try Self.photo(index, snippets), options: options)

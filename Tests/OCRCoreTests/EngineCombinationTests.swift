@@ -3,21 +3,26 @@ import Foundation
 import PPOCR
 import SevenSegment
 import Testing
-@testable import OCRCore
 import TextRecognition
+
+@testable import OCRCore
 
 /// Tesseract and PP-OCR combined per region by confidence (issue 40).
 struct EngineCombinationTests {
-    static func observation(_ level: ObservationLevel, _ text: String, _ confidence: Double, _ x: Int, _ y: Int, _ w: Int, _ h: Int) -> Observation {
+    static func observation(
+        _ level: ObservationLevel, _ text: String, _ confidence: Double, _ x: Int, _ y: Int, _ w: Int, _ h: Int
+    ) -> Observation {
         let box = PixelRect(x: x, y: y, width: w, height: h)
-        return Observation(level: level, text: text, confidence: confidence, box: box,
-                           normalizedBox: NormalizedRect(box, imageWidth: 400, imageHeight: 300))
+        return Observation(
+            level: level, text: text, confidence: confidence, box: box,
+            normalizedBox: NormalizedRect(box, imageWidth: 400, imageHeight: 300))
     }
 
     static func line(_ text: String, _ confidence: Double, _ x: Int, _ y: Int, _ w: Int, _ h: Int) -> PPOCRLine {
         let box = TextBox(x: x, y: y, width: w, height: h, score: 0.9)
-        return PPOCRLine(text: text, confidence: confidence, box: box,
-                         words: [PPOCRWord(text: text, confidence: confidence, box: box)])
+        return PPOCRLine(
+            text: text, confidence: confidence, box: box,
+            words: [PPOCRWord(text: text, confidence: confidence, box: box)])
     }
 
     /// Tesseract read one row "Napětí 9.8v" unsure, and "Proud 2.10 A" surely; PP-OCR read the first row's label and
@@ -26,9 +31,11 @@ struct EngineCombinationTests {
         width: 400, height: 300, orientationDegrees: 0, deskewDegrees: 0, inverted: false,
         text: "Napětí 9.8v\n\nProud 2.10 A",
         observations: [
-            observation(.block, "Napětí 9.8v", 0.6, 10, 10, 300, 30), observation(.line, "Napětí 9.8v", 0.6, 10, 10, 300, 30),
+            observation(.block, "Napětí 9.8v", 0.6, 10, 10, 300, 30),
+            observation(.line, "Napětí 9.8v", 0.6, 10, 10, 300, 30),
             observation(.word, "Napětí", 0.7, 10, 10, 100, 30), observation(.word, "9.8v", 0.5, 200, 10, 110, 30),
-            observation(.block, "Proud 2.10 A", 0.95, 10, 60, 300, 30), observation(.line, "Proud 2.10 A", 0.95, 10, 60, 300, 30),
+            observation(.block, "Proud 2.10 A", 0.95, 10, 60, 300, 30),
+            observation(.line, "Proud 2.10 A", 0.95, 10, 60, 300, 30),
             observation(.word, "Proud", 0.95, 10, 60, 100, 30), observation(.word, "2.10", 0.95, 200, 60, 80, 30),
             observation(.word, "A", 0.95, 290, 60, 20, 30),
         ])
@@ -38,20 +45,28 @@ struct EngineCombinationTests {
             Self.line("Napětí", 0.99, 8, 8, 104, 34), Self.line("239.8 V", 0.98, 180, 8, 135, 34),
             Self.line("Pr0ud 2.1O A", 0.7, 8, 58, 305, 34), Self.line("Nabito 45 %", 0.97, 8, 110, 300, 34),
         ]
-        let combined = EngineCombination.combine(Self.page, lines: lines, minimumTextHeight: 0, customWords: CustomWordCorrector([]), index: 0)
+        let combined = EngineCombination.combine(
+            Self.page, lines: lines, minimumTextHeight: 0, customWords: CustomWordCorrector([]), index: 0)
         #expect(combined.text == "Napětí\n\n239.8 V\n\nProud 2.10 A\n\nNabito 45 %")
         let words = combined.observations.filter { $0.level == .word }
         #expect(words.map(\.text) == ["Napětí", "239.8 V", "Proud", "2.10", "A", "Nabito 45 %"])
         #expect(combined.observations.filter { $0.text.hasPrefix("Proud") }.allSatisfy { $0.engine == .tesseract })
-        #expect(combined.observations.filter { $0.text.hasPrefix("239.8") || $0.text.hasPrefix("Nabito") }.allSatisfy { $0.engine == .ppocr })
+        #expect(
+            combined.observations.filter { $0.text.hasPrefix("239.8") || $0.text.hasPrefix("Nabito") }.allSatisfy {
+                $0.engine == .ppocr
+            })
         #expect(!combined.observations.contains { $0.text.contains("9.8v") })
     }
 
     @Test func withoutPPOCRLinesThePageIsAsTesseractReadIt() {
-        #expect(EngineCombination.combine(Self.page, lines: [], minimumTextHeight: 0, customWords: CustomWordCorrector([]), index: 0) == Self.page)
+        #expect(
+            EngineCombination.combine(
+                Self.page, lines: [], minimumTextHeight: 0, customWords: CustomWordCorrector([]), index: 0) == Self.page
+        )
         // A PP-OCR line less sure than Tesseract's over the same region changes nothing.
         let unsure = [Self.line("Proud 2.1O A", 0.5, 10, 60, 300, 30)]
-        let combined = EngineCombination.combine(Self.page, lines: unsure, minimumTextHeight: 0, customWords: CustomWordCorrector([]), index: 0)
+        let combined = EngineCombination.combine(
+            Self.page, lines: unsure, minimumTextHeight: 0, customWords: CustomWordCorrector([]), index: 0)
         #expect(combined.observations.filter { $0.engine == .ppocr }.isEmpty)
         #expect(combined.text == Self.page.text)
     }
@@ -59,39 +74,50 @@ struct EngineCombinationTests {
 
 /// The display photos read by Tesseract alone and with PP-OCR beside it, per condition, with the time per photo.
 @Suite(.serialized) struct DisplayPhotoPPOCRTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let folder = ProcessInfo.processInfo.environment["MENAGERIE_PPOCR"]
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static let folder =
+        ProcessInfo.processInfo.environment["MENAGERIE_PPOCR"]
         ?? root.appendingPathComponent("compose/.cache/ppocr").path
     /// Under CI=true the test runs (and fails) without it, as `compose test` installs it.
-    static let installed = FileManager.default.fileExists(atPath: folder + "/" + PPOCRModels.manifestName)
+    static let installed =
+        FileManager.default.fileExists(atPath: folder + "/" + PPOCRModels.manifestName)
         || ProcessInfo.processInfo.environment["CI"] == "true"
     static let missing: Comment = "skipped: PP-OCR is not installed (compose/compose ppocr; set CI=true to require it)"
     /// The seven-segment reader as `compose/compose sevenseg` installs it (or MENAGERIE_SEVENSEG): part of the default
     /// reading when installed (and under CI=true, which installs it).
-    static let sevenSegmentFolder = ProcessInfo.processInfo.environment["MENAGERIE_SEVENSEG"]
+    static let sevenSegmentFolder =
+        ProcessInfo.processInfo.environment["MENAGERIE_SEVENSEG"]
         ?? root.appendingPathComponent("compose/.cache/sevenseg").path
 
     /// PP-OCR as the service runs it by default: with the seven-segment reader when it is installed.
     static func defaultPool() throws -> PPOCRPool {
-        let segments = FileManager.default.fileExists(atPath: sevenSegmentFolder + "/" + SevenSegmentModel.manifestName)
+        let segments =
+            FileManager.default.fileExists(atPath: sevenSegmentFolder + "/" + SevenSegmentModel.manifestName)
             || ProcessInfo.processInfo.environment["CI"] == "true"
-        return PPOCRPool(models: try PPOCRModels.load(directory: folder),
-                         segments: segments ? try SevenSegmentModel.load(directory: sevenSegmentFolder) : nil)
+        return PPOCRPool(
+            models: try PPOCRModels.load(directory: folder),
+            segments: segments ? try SevenSegmentModel.load(directory: sevenSegmentFolder) : nil)
     }
 
     /// A 12-megapixel JPEG is decoded reduced (`PhotoSizing`); PP-OCR reads it as it reads a small photo, its boxes in
     /// the file's pixels. Before, a reduced photo never reached PP-OCR: Tesseract alone read `Napeti` and 2.07 for 5.07.
     @Test func aPhoneSizeJPEGIsReadByPPOCRToo() async throws {
         try #require(Self.installed, Self.missing)
-        let recognizer = TextRecognizer(engines: sharedRecognizer.engines, ppocr: PPOCRPool(models: try PPOCRModels.load(directory: Self.folder)))
+        let recognizer = TextRecognizer(
+            engines: sharedRecognizer.engines, ppocr: PPOCRPool(models: try PPOCRModels.load(directory: Self.folder)))
         let photo = try DisplayPhotoFixture.photo("clean-1.png")
         let image = try ImageDecoder().decode(try photo.data()).pages[0].scaled(by: 7.715)
         let page = try #require(try await recognizer.recognize(try image.encoded(as: .jpeg)).pages.first)
         let words = page.observations.filter { $0.level == .word }
         #expect(words.contains { $0.engine == .ppocr }, "\(words.map { "\($0.text) \($0.engine)" })")
-        for value in photo.values + ["Napětí"] { #expect(words.contains { $0.text == value }, "\(value) not among \(words.map(\.text))") }
+        for value in photo.values + ["Napětí"] {
+            #expect(words.contains { $0.text == value }, "\(value) not among \(words.map(\.text))")
+        }
         for word in words {
-            #expect(word.box.x >= 0 && word.box.y >= 0 && word.box.x + word.box.width <= page.width && word.box.y + word.box.height <= page.height)
+            #expect(
+                word.box.x >= 0 && word.box.y >= 0 && word.box.x + word.box.width <= page.width
+                    && word.box.y + word.box.height <= page.height)
         }
         // The voltage's box is where the display shows it (Tesseract's and PP-OCR's boxes agree within a few pixels).
         let voltage = try #require(words.first { $0.text == photo.values[0] })
@@ -102,7 +128,9 @@ struct EngineCombinationTests {
         try #require(Self.installed, Self.missing)
         let pool = try Self.defaultPool()
         let combined = TextRecognizer(engines: sharedRecognizer.engines, ppocr: pool)
-        let photos = try DisplayPhotoFixture.photos().filter { !DisplayPhotoFixture.templatePhotos.contains($0.condition) && $0.condition != "czech" }
+        let photos = try DisplayPhotoFixture.photos().filter {
+            !DisplayPhotoFixture.templatePhotos.contains($0.condition) && $0.condition != "czech"
+        }
         let conditions = DisplayPhotoFixture.conditions(photos)
         var read: [String: [String: Int]] = [:], shown: [String: Int] = [:], seconds: [String: Double] = [:]
         var ppocrObservations = 0
@@ -113,16 +141,21 @@ struct EngineCombinationTests {
                 let start = clock.now
                 let result = try await recognizer.recognize(try photo.data())
                 seconds[name, default: 0] += (clock.now - start).seconds
-                read[name, default: [:]][photo.condition, default: 0] += DisplayPhotoFixture.valuesRead(result.text, photo: photo)
-                if name == "with PP-OCR" { ppocrObservations += result.observations.filter { $0.engine == .ppocr }.count }
+                read[name, default: [:]][photo.condition, default: 0] += DisplayPhotoFixture.valuesRead(
+                    result.text, photo: photo)
+                if name == "with PP-OCR" {
+                    ppocrObservations += result.observations.filter { $0.engine == .ppocr }.count
+                }
             }
         }
-        var table = "| reader | " + conditions.joined(separator: " | ") + " | all | s per photo (debug) |\n|---|"
+        var table =
+            "| reader | " + conditions.joined(separator: " | ") + " | all | s per photo (debug) |\n|---|"
             + String(repeating: "---|", count: conditions.count + 2) + "\n"
         let total = shown.values.reduce(0, +)
         for name in ["Tesseract alone", "with PP-OCR"] {
             let counts = conditions.map { read[name]?[$0] ?? 0 }
-            table += "| \(name) | " + zip(conditions, counts).map { "\($1)/\(shown[$0]!)" }.joined(separator: " | ")
+            table +=
+                "| \(name) | " + zip(conditions, counts).map { "\($1)/\(shown[$0]!)" }.joined(separator: " | ")
                 + " | \(counts.reduce(0, +))/\(total) | \(String(format: "%.2f", seconds[name]! / Double(photos.count))) |\n"
         }
         print("Display photos, Tesseract alone and with PP-OCR (default level):\n" + table)
@@ -144,7 +177,8 @@ struct EngineCombinationTests {
         let first = try await recognizer.recognize(try templatePhoto.data())
         let template = try zip(DisplayPhotoFixture.valueNames, templatePhoto.values).map { name, value in
             let picked = try #require(
-                first.observations.first { $0.level == .word && DisplayPhotoMatchingTests.number($0.text) == value }, "\(value) in \(first.text)")
+                first.observations.first { $0.level == .word && DisplayPhotoMatchingTests.number($0.text) == value },
+                "\(value) in \(first.text)")
             return ValueDefinition(name: name, observation: picked, among: first.observations)
         }
         var table: [String: [Int]] = [:], order: [String] = [], failures: [String] = []
@@ -163,8 +197,11 @@ struct EngineCombinationTests {
                 }
             }
         }
-        var text = "| condition | right | right, flagged | wrong, flagged | wrong, not flagged |\n|---|---|---|---|---|\n"
-        for condition in order { text += "| \(condition) | " + table[condition]!.map(String.init).joined(separator: " | ") + " |\n" }
+        var text =
+            "| condition | right | right, flagged | wrong, flagged | wrong, not flagged |\n|---|---|---|---|---|\n"
+        for condition in order {
+            text += "| \(condition) | " + table[condition]!.map(String.init).joined(separator: " | ") + " |\n"
+        }
         print("Template values with PP-OCR on Tests/DisplayPhotos (template from template.png):\n" + text)
         #expect(failures.isEmpty, "silently wrong: \(failures)")
         // The issue's goal for text displays: 95 % of the values they show right (flagged or not).

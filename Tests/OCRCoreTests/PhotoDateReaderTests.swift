@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import OCRCore
 
 /// EXIF blocks and the JPEG and PNG files around them, made by hand byte by byte.
@@ -7,10 +8,13 @@ enum CraftedEXIF {
     /// A TIFF block: IFD0 with only the Exif IFD pointer, the Exif IFD with `tags` (ASCII values), their texts after it.
     static func tiff(_ tags: [(UInt16, String)], bigEndian: Bool = false) -> [UInt8] {
         func u16(_ value: Int) -> [UInt8] {
-            bigEndian ? [UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] : [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF)]
+            bigEndian
+                ? [UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] : [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF)]
         }
         func u32(_ value: Int) -> [UInt8] {
-            let bytes = [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 24 & 0xFF)]
+            let bytes = [
+                UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 24 & 0xFF),
+            ]
             return bigEndian ? bytes.reversed() : bytes
         }
         var out: [UInt8] = (bigEndian ? Array("MM".utf8) : Array("II".utf8)) + u16(42) + u32(8)
@@ -44,11 +48,14 @@ enum CraftedEXIF {
     static func png(_ tiff: [UInt8]) -> Data {
         func chunk(_ type: String, _ body: [UInt8]) -> [UInt8] {
             let length = body.count
-            return [UInt8(length >> 24 & 0xFF), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
+            return [
+                UInt8(length >> 24 & 0xFF), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF),
+            ]
                 + Array(type.utf8) + body + [0, 0, 0, 0]  // the CRC is not checked
         }
         let header: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-        return Data(header + chunk("IHDR", [0, 0, 0, 1, 0, 0, 0, 1, 8, 0, 0, 0, 0]) + chunk("eXIf", tiff) + chunk("IEND", []))
+        return Data(
+            header + chunk("IHDR", [0, 0, 0, 1, 0, 0, 0, 1, 8, 0, 0, 0, 0]) + chunk("eXIf", tiff) + chunk("IEND", []))
     }
 }
 
@@ -64,7 +71,8 @@ enum CraftedEXIF {
     }
 
     @Test func withoutAnOffsetTheZoneIsLeftToTheCaller() throws {
-        let date = try #require(PhotoDateReader.read(CraftedEXIF.jpeg(CraftedEXIF.tiff([(0x9003, "2026:07:01 08:00:00")]))))
+        let date = try #require(
+            PhotoDateReader.read(CraftedEXIF.jpeg(CraftedEXIF.tiff([(0x9003, "2026:07:01 08:00:00")]))))
         #expect(date.iso8601 == "2026-07-01T08:00:00" && date.offsetSeconds == nil)
         #expect(date.date(in: TimeZone(identifier: "Europe/Prague")!) == Date(timeIntervalSince1970: 1_782_885_600))
     }
@@ -88,15 +96,19 @@ enum CraftedEXIF {
         for length in 0..<good.count - 11 {
             #expect(PhotoDateReader.read(good.prefix(length)) == nil, "cut at \(length)")
         }
-        for text in ["0000:00:00 00:00:00", "2026:02:30 10:00:00", "2026-11-22 14:05:09", "2026:11:22 24:00:00", "garbage", ""] {
+        for text in [
+            "0000:00:00 00:00:00", "2026:02:30 10:00:00", "2026-11-22 14:05:09", "2026:11:22 24:00:00", "garbage", "",
+        ] {
             #expect(PhotoDateReader.read(CraftedEXIF.jpeg(CraftedEXIF.tiff([(0x9003, text)]))) == nil, "\(text)")
         }
         // A malformed offset is dropped, the date kept.
-        let odd = PhotoDateReader.read(CraftedEXIF.jpeg(CraftedEXIF.tiff([(0x9003, "2026:11:22 14:05:09"), (0x9011, "  :  ")])))
+        let odd = PhotoDateReader.read(
+            CraftedEXIF.jpeg(CraftedEXIF.tiff([(0x9003, "2026:11:22 14:05:09"), (0x9011, "  :  ")])))
         #expect(odd?.iso8601 == "2026-11-22T14:05:09")
         // A segment length past the end, a wrong TIFF magic, an IFD offset past the block, a huge entry count.
         var bytes = [UInt8](good)
-        bytes[22] = 0xFF; bytes[23] = 0xFF
+        bytes[22] = 0xFF
+        bytes[23] = 0xFF
         #expect(PhotoDateReader.read(Data(bytes)) == nil)
         var tiff = CraftedEXIF.tiff([(0x9003, "2026:11:22 14:05:09")])
         tiff[2] = 43
@@ -105,7 +117,8 @@ enum CraftedEXIF {
         tiff[4] = 0xF0
         #expect(PhotoDateReader.read(CraftedEXIF.jpeg(tiff)) == nil)
         tiff = CraftedEXIF.tiff([(0x9003, "2026:11:22 14:05:09")])
-        tiff[8] = 0xFF; tiff[9] = 0xFF
+        tiff[8] = 0xFF
+        tiff[9] = 0xFF
         #expect(PhotoDateReader.read(CraftedEXIF.jpeg(tiff)) == nil)
         // Not a JPEG or PNG, or one without EXIF.
         #expect(PhotoDateReader.read(Data("GIF89a".utf8)) == nil)

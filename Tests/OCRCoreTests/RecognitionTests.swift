@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import OCRCore
 import TextRecognition
+
+@testable import OCRCore
 
 /// Recognition on the shared pages and on pages the tests render, through `TextRecognizer` with default options
 /// (`ces+eng`, accurate) unless a test says otherwise.
@@ -17,15 +18,19 @@ import TextRecognition
         let truth = try OCRData.groundTruth(page)
         let ours = characterErrorRate(result.text, reference: truth)
         let theirs = characterErrorRate(try await cli, reference: truth)
-        print("CER \(page): service \(String(format: "%.2f", ours * 100)) %, tesseract program \(String(format: "%.2f", theirs * 100)) %, \(String(format: "%.2f", result.timings.total)) s")
+        print(
+            "CER \(page): service \(String(format: "%.2f", ours * 100)) %, tesseract program \(String(format: "%.2f", theirs * 100)) %, \(String(format: "%.2f", result.timings.total)) s"
+        )
         #expect(ours <= theirs + 0.0005, "\(page): \(ours) vs the program's \(theirs)")
     }
 
     /// Pages turned by 90°, 180° and 270° come out upright in accurate mode (the program gets over 80 % wrong on the
     /// 180° one).
-    @Test(.enabled(if: OCRData.enabled, OCRData.skipMessage), arguments: [
-        ("phototest-rotated-L.png", 90), ("phototest-rotated-R.png", 270), ("phototest-rotated-180.png", 180),
-    ])
+    @Test(
+        .enabled(if: OCRData.enabled, OCRData.skipMessage),
+        arguments: [
+            ("phototest-rotated-L.png", 90), ("phototest-rotated-R.png", 270), ("phototest-rotated-180.png", 180),
+        ])
     func rotatedPagesAreTurnedUpright(page: String, degrees: Int) async throws {
         let result = try await sharedRecognizer.recognize(try OCRData.data(page))
         let rate = characterErrorRate(result.text, reference: try OCRData.groundTruth("phototest.tif"))
@@ -46,7 +51,9 @@ import TextRecognition
             try await sharedRecognizer.recognize(original, options: options).text, reference: truth)
         let result = try await sharedRecognizer.recognize(inverted, options: options)
         let invertedRate = characterErrorRate(result.text, reference: truth)
-        print("CER inverted phototest (\(level)): \(String(format: "%.2f", invertedRate * 100)) %, original \(String(format: "%.2f", originalRate * 100)) %")
+        print(
+            "CER inverted phototest (\(level)): \(String(format: "%.2f", invertedRate * 100)) %, original \(String(format: "%.2f", originalRate * 100)) %"
+        )
         #expect(result.pages[0].inverted)
         #expect(invertedRate <= originalRate + 0.002)
     }
@@ -103,14 +110,18 @@ import TextRecognition
     @Test func tooManyPixelsAreResourceExhausted() async throws {
         let recognizer = TextRecognizer(engines: sharedRecognizer.engines, limits: DecodeLimits(maxPixels: 10_000))
         let data = try Image.blank(width: 200, height: 100).encoded(as: .png)
-        await #expect(throws: OCRError(.resourceExhausted, ImageError.tooManyPixels(pixels: 20_000, limit: 10_000).description)) {
+        await #expect(
+            throws: OCRError(.resourceExhausted, ImageError.tooManyPixels(pixels: 20_000, limit: 10_000).description)
+        ) {
             try await recognizer.recognize(data)
         }
     }
 
     @Test func aPageWithoutTextIsNotFound() async throws {
         let data = try Image.blank(width: 300, height: 200).encoded(as: .png)
-        await #expect(throws: OCRError.noText) { try await sharedRecognizer.recognize(data, options: RecognitionOptions(level: .fast)) }
+        await #expect(throws: OCRError.noText) {
+            try await sharedRecognizer.recognize(data, options: RecognitionOptions(level: .fast))
+        }
     }
 
     @Test func invalidOptionsAreRefusedBeforeAnyWork() async throws {

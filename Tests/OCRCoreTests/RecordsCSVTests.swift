@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import OCRCore
 
 /// An RFC 4180 reader, to check that what the export writes reads back the same.
@@ -8,25 +9,52 @@ func parseCSV(_ text: String) -> [[String]] {
     var quoted = false, afterQuote = false
     var iterator = Array(text.unicodeScalars).makeIterator()
     var pending: Unicode.Scalar? = nil
-    func next() -> Unicode.Scalar? { if let p = pending { pending = nil; return p }; return iterator.next() }
+    func next() -> Unicode.Scalar? {
+        if let p = pending {
+            pending = nil
+            return p
+        }
+        return iterator.next()
+    }
     while let c = next() {
         if quoted {
             if c == "\"" {
                 if let d = next() {
-                    if d == "\"" { field.unicodeScalars.append("\"") } else { quoted = false; afterQuote = true; pending = d }
-                } else { quoted = false }
-            } else { field.unicodeScalars.append(c) }
+                    if d == "\"" {
+                        field.unicodeScalars.append("\"")
+                    } else {
+                        quoted = false
+                        afterQuote = true
+                        pending = d
+                    }
+                } else {
+                    quoted = false
+                }
+            } else {
+                field.unicodeScalars.append(c)
+            }
             continue
         }
         switch c {
         case "\"" where field.isEmpty && !afterQuote: quoted = true
-        case ",": row.append(field); field = ""; afterQuote = false
+        case ",":
+            row.append(field)
+            field = ""
+            afterQuote = false
         case "\r": break
-        case "\n": row.append(field); rows.append(row); row = []; field = ""; afterQuote = false
+        case "\n":
+            row.append(field)
+            rows.append(row)
+            row = []
+            field = ""
+            afterQuote = false
         default: field.unicodeScalars.append(c)
         }
     }
-    if !field.isEmpty || !row.isEmpty { row.append(field); rows.append(row) }
+    if !field.isEmpty || !row.isEmpty {
+        row.append(field)
+        rows.append(row)
+    }
     return rows
 }
 
@@ -63,7 +91,9 @@ func parseCSV(_ text: String) -> [[String]] {
         #expect(rows[0] == ["Date", "Date source", "Volts", "Note, \"quoted\"", "Uncertain"])
         #expect(rows.dropFirst().map { $0[2] } == nasty)
         #expect(rows.dropFirst().allSatisfy { $0[1] == "upload" })
-        #expect(rows.dropFirst().map { $0[0] } == (0..<nasty.count).map { RecordsCSV.timestamp(Date(timeIntervalSince1970: Double($0))) })
+        #expect(
+            rows.dropFirst().map { $0[0] }
+                == (0..<nasty.count).map { RecordsCSV.timestamp(Date(timeIntervalSince1970: Double($0))) })
         #expect(csv.hasSuffix("\r\n"))
         #expect(Array(csv.utf8.prefix(3)) != [0xEF, 0xBB, 0xBF], "no byte-order mark")
     }
@@ -77,42 +107,58 @@ func parseCSV(_ text: String) -> [[String]] {
         let raw = parseCSV(RecordsCSV.export(template, records: records, format: RecordsCSV.Format(raw: true)))
         #expect(raw.dropFirst().map { $0[2] } == risky + safe)
         // Value names are neutralised as values are.
-        let named = Template(id: 1, name: "T", description: "", createdAt: Date(), values: [
-            ValueDefinition(name: "=cmd", region: NormalizedRect(x: 0, y: 0, width: 0.1, height: 0.1))])
+        let named = Template(
+            id: 1, name: "T", description: "", createdAt: Date(),
+            values: [
+                ValueDefinition(name: "=cmd", region: NormalizedRect(x: 0, y: 0, width: 0.1, height: 0.1))
+            ])
         #expect(RecordsCSV.header(named) == "Date,Date source,'=cmd,Uncertain\r\n")
         #expect(RecordsCSV.isPlainNumber("-1e5") == false && RecordsCSV.isPlainNumber("-1.2.3") == false)
         #expect(RecordsCSV.isPlainNumber("-") == false && RecordsCSV.isPlainNumber("-.5") == false)
     }
 
     @Test func byteOrderMarkDelimiterAndTimeZone() throws {
-        let czech = Template(id: 1, name: "T", description: "", createdAt: Date(), values: [
-            ValueDefinition(name: "Napětí", region: NormalizedRect(x: 0, y: 0, width: 0.1, height: 0.1)),
-            ValueDefinition(name: "Proud", region: NormalizedRect(x: 0, y: 0.5, width: 0.1, height: 0.1)),
-        ])
+        let czech = Template(
+            id: 1, name: "T", description: "", createdAt: Date(),
+            values: [
+                ValueDefinition(name: "Napětí", region: NormalizedRect(x: 0, y: 0, width: 0.1, height: 0.1)),
+                ValueDefinition(name: "Proud", region: NormalizedRect(x: 0, y: 0.5, width: 0.1, height: 0.1)),
+            ])
         let winter = Record(
             id: 1, templateID: 1, createdAt: Date(timeIntervalSince1970: 1_795_352_709.25),
-            values: [RecordValue(name: "", text: "14,37", confidence: 1), RecordValue(name: "", text: "a;b", confidence: 1)],
+            values: [
+                RecordValue(name: "", text: "14,37", confidence: 1), RecordValue(name: "", text: "a;b", confidence: 1),
+            ],
             dateSource: .exif)
         let summer = Record(
             id: 2, templateID: 1, createdAt: Date(timeIntervalSince1970: 1_782_885_600),
-            values: [RecordValue(name: "", text: "12", confidence: 1), RecordValue(name: "", text: "=1", confidence: 1)],
+            values: [
+                RecordValue(name: "", text: "12", confidence: 1), RecordValue(name: "", text: "=1", confidence: 1),
+            ],
             dateSource: .given)
         let format = try RecordsCSV.Format(raw: false, byteOrderMark: true, delimiter: ";", timeZone: "Europe/Prague")
         let csv = RecordsCSV.export(czech, records: [winter, summer], format: format)
         #expect(Array(csv.utf8.prefix(3)) == [0xEF, 0xBB, 0xBF])
-        #expect(csv.dropFirst() == """
-            Date;Date source;Napětí;Proud;Uncertain\r
-            2026-11-22T14:05:09.250+01:00;exif;14,37;"a;b";\r
-            2026-07-01T08:00:00+02:00;given;12;'=1;\r
+        #expect(
+            csv.dropFirst() == """
+                Date;Date source;Napětí;Proud;Uncertain\r
+                2026-11-22T14:05:09.250+01:00;exif;14,37;"a;b";\r
+                2026-07-01T08:00:00+02:00;given;12;'=1;\r
 
-            """)
+                """)
         let tabs = RecordsCSV.export(czech, records: [winter], format: RecordsCSV.Format(delimiter: "\t"))
-        #expect(tabs.hasPrefix("Date\tDate source\tNapětí\tProud\tUncertain\r\n2026-11-22T13:05:09.250Z\texif\t14,37\ta;b\t\r\n"))
+        #expect(
+            tabs.hasPrefix(
+                "Date\tDate source\tNapětí\tProud\tUncertain\r\n2026-11-22T13:05:09.250Z\texif\t14,37\ta;b\t\r\n"))
 
         #expect(throws: OCRError.invalid("the delimiter must be \",\", \";\" or a tab (got \"|\")")) {
             try RecordsCSV.Format(raw: false, byteOrderMark: false, delimiter: "|", timeZone: "")
         }
-        #expect(throws: OCRError.self) { try RecordsCSV.Format(raw: false, byteOrderMark: false, delimiter: ",", timeZone: "Mars/Olympus") }
-        #expect(RecordsCSV.timestamp(Date(timeIntervalSince1970: 0), in: TimeZone(identifier: "America/New_York")) == "1969-12-31T19:00:00-05:00")
+        #expect(throws: OCRError.self) {
+            try RecordsCSV.Format(raw: false, byteOrderMark: false, delimiter: ",", timeZone: "Mars/Olympus")
+        }
+        #expect(
+            RecordsCSV.timestamp(Date(timeIntervalSince1970: 0), in: TimeZone(identifier: "America/New_York"))
+                == "1969-12-31T19:00:00-05:00")
     }
 }

@@ -1,9 +1,12 @@
 import Testing
-@testable import OCRCore
 import TextRecognition
 
-func word(_ text: String, _ x: Double, _ y: Double, _ width: Double = 0.1, _ height: Double = 0.05,
-          confidence: Double = 0.9, level: ObservationLevel = .word) -> Observation {
+@testable import OCRCore
+
+func word(
+    _ text: String, _ x: Double, _ y: Double, _ width: Double = 0.1, _ height: Double = 0.05,
+    confidence: Double = 0.9, level: ObservationLevel = .word
+) -> Observation {
     Observation(
         level: level, text: text, confidence: confidence,
         box: PixelRect(x: Int(x * 1000), y: Int(y * 1000), width: Int(width * 1000), height: Int(height * 1000)),
@@ -21,15 +24,19 @@ func word(_ text: String, _ x: Double, _ y: Double, _ width: Double = 0.1, _ hei
     /// fit, stored empty); a line whose digits came apart, "1 8.4W Teplota", is not cut down to "8.4W" (a wrong
     /// reading of 18.4W) and, read whole or without its label, is flagged for the gap between its digits.
     @Test func aLabelRunIntoAValuesLineIsCutOffButDigitsNeverAre() {
-        let napeti = ValueDefinition(name: "Napětí", region: NormalizedRect(x: 0.3, y: 0.2, width: 0.2, height: 0.08), level: .line,
-                                     shape: "##.##V", label: "Napětí")
-        let vykon = ValueDefinition(name: "Výkon", region: NormalizedRect(x: 0.3, y: 0.6, width: 0.2, height: 0.08), level: .line,
-                                    shape: "##.#W", label: "Výkon")
+        let napeti = ValueDefinition(
+            name: "Napětí", region: NormalizedRect(x: 0.3, y: 0.2, width: 0.2, height: 0.08), level: .line,
+            shape: "##.##V", label: "Napětí")
+        let vykon = ValueDefinition(
+            name: "Výkon", region: NormalizedRect(x: 0.3, y: 0.6, width: 0.2, height: 0.08), level: .line,
+            shape: "##.#W", label: "Výkon")
         let observations = [
             word("Napětí", 0.08, 0.2, 0.12, 0.06, level: .line), word("Napětí", 0.08, 0.2, 0.12, 0.06),
-            word("13.52V Proud", 0.3, 0.2, 0.36, 0.08, level: .line), word("13.52V", 0.3, 0.2, 0.2, 0.08), word("Proud", 0.56, 0.21, 0.1, 0.06),
+            word("13.52V Proud", 0.3, 0.2, 0.36, 0.08, level: .line), word("13.52V", 0.3, 0.2, 0.2, 0.08),
+            word("Proud", 0.56, 0.21, 0.1, 0.06),
             word("Výkon", 0.08, 0.6, 0.12, 0.06, level: .line), word("Výkon", 0.08, 0.6, 0.12, 0.06),
-            word("1 8.4W Teplota", 0.3, 0.6, 0.4, 0.08, level: .line), word("1", 0.3, 0.6, 0.03, 0.08), word("8.4W", 0.35, 0.6, 0.15, 0.08),
+            word("1 8.4W Teplota", 0.3, 0.6, 0.4, 0.08, level: .line), word("1", 0.3, 0.6, 0.03, 0.08),
+            word("8.4W", 0.35, 0.6, 0.15, 0.08),
             word("Teplota", 0.58, 0.61, 0.12, 0.06),
         ]
         let filled = TemplateMatcher.match([napeti, vykon], in: observations)
@@ -65,7 +72,10 @@ func word(_ text: String, _ x: Double, _ y: Double, _ width: Double = 0.1, _ hei
         // One observation spans both regions; the better-fitting value gets it, the other stays empty.
         let tall = word("12.6", 0.5, 0.1, 0.1, 0.1)
         let filled = TemplateMatcher.match(
-            [values[0], ValueDefinition(name: "Below", region: NormalizedRect(x: 0.5, y: 0.15, width: 0.1, height: 0.05))],
+            [
+                values[0],
+                ValueDefinition(name: "Below", region: NormalizedRect(x: 0.5, y: 0.15, width: 0.1, height: 0.05)),
+            ],
             in: [tall])
         #expect(filled.filter { $0.text == "12.6" }.count == 1)
     }
@@ -84,7 +94,9 @@ func word(_ text: String, _ x: Double, _ y: Double, _ width: Double = 0.1, _ hei
             word("12.6 V", 0.1, 0.1, 0.3, level: .line), word("12.6", 0.1, 0.1, 0.15), word("V", 0.3, 0.1, 0.05),
         ]
         let matched = TemplateMatcher.match([line], in: observations)[0]
-        #expect(matched.raw == "12.6 V" && matched.text == "12.6" && matched.unit == "V", "stored normalised, the line kept as read")
+        #expect(
+            matched.raw == "12.6 V" && matched.text == "12.6" && matched.unit == "V",
+            "stored normalised, the line kept as read")
     }
 }
 
@@ -106,7 +118,8 @@ func word(_ text: String, _ x: Double, _ y: Double, _ width: Double = 0.1, _ hei
         let prepared = PreparedImage(
             image: try! Image.blank(width: 1200, height: 600), quarterTurns: 0, deskewDegrees: 0, inverted: false,
             binarized: false, scale: 1)
-        let result = TextRecognizer.pageResult(page([accents, line]), prepared: prepared, minimumTextHeight: 0, index: 0)
+        let result = TextRecognizer.pageResult(
+            page([accents, line]), prepared: prepared, minimumTextHeight: 0, index: 0)
         #expect(result.text == "řekl, že nový pavilon")
     }
 
@@ -182,7 +195,8 @@ func word(_ text: String, _ x: Double, _ y: Double, _ width: Double = 0.1, _ hei
     }
 
     @Test func correctedWordsRebuildTheirLineAndBlock() {
-        let word = RecognizedText(text: "Menagerle", confidence: 0.8, box: PixelRect(x: 10, y: 10, width: 100, height: 20))
+        let word = RecognizedText(
+            text: "Menagerle", confidence: 0.8, box: PixelRect(x: 10, y: 10, width: 100, height: 20))
         let page = RecognizedPage(
             width: 200, height: 100,
             blocks: [RecognizedBlock(block: word, lines: [RecognizedLine(line: word, words: [word])])])
@@ -206,11 +220,15 @@ func word(_ text: String, _ x: Double, _ y: Double, _ width: Double = 0.1, _ hei
     }
 
     /// A display of label / value / unit rows starting at `top`, shifted right by `dx`.
-    static func display(_ rows: [(String, String, String)], top: Int = 100, dx: Int = 0, confidence: Double = 0.95) -> [Observation] {
+    static func display(_ rows: [(String, String, String)], top: Int = 100, dx: Int = 0, confidence: Double = 0.95)
+        -> [Observation]
+    {
         rows.enumerated().flatMap { index, row in
             let y = top + 50 * index
-            return [word(row.0, x: 50 + dx, y: y), word(row.1, x: 300 + dx, y: y, confidence: confidence),
-                    word(row.2, x: 370 + dx, y: y, width: 20)]
+            return [
+                word(row.0, x: 50 + dx, y: y), word(row.1, x: 300 + dx, y: y, confidence: confidence),
+                word(row.2, x: 370 + dx, y: y, width: 20),
+            ]
         }
     }
 
@@ -222,12 +240,15 @@ func word(_ text: String, _ x: Double, _ y: Double, _ width: Double = 0.1, _ hei
     }
 
     @Test func skeletonsAndSimilarities() {
-        #expect(ValueShape.skeleton("14.38 V") == "##.##V" && ValueShape.skeleton("9,5v") == "#.#V" && ValueShape.skeleton("45 %") == "##%")
+        #expect(
+            ValueShape.skeleton("14.38 V") == "##.##V" && ValueShape.skeleton("9,5v") == "#.#V"
+                && ValueShape.skeleton("45 %") == "##%")
         #expect(ValueShape.similarity(learned: "#.#V", candidate: "#.#V") == 1)
         #expect(ValueShape.similarity(learned: "#.#V", candidate: "#.#A") == 0.4)
         #expect(ValueShape.similarity(learned: "#.#V", candidate: "#V") == 0.5)
         #expect(ValueShape.similarity(learned: "#.#V", candidate: "NAPĚTÍ") == 0)
-        #expect(ValueShape.labelSimilarity("Napětí", "Napeti") == 1 && ValueShape.labelSimilarity("Proud", "Nabito") < 0.5)
+        #expect(
+            ValueShape.labelSimilarity("Napětí", "Napeti") == 1 && ValueShape.labelSimilarity("Proud", "Nabito") < 0.5)
     }
 
     @Test func learnsShapeWithUnitAndLabel() {
@@ -238,7 +259,8 @@ func word(_ text: String, _ x: Double, _ y: Double, _ width: Double = 0.1, _ hei
 
     @Test func aDisplayMovedUpARowKeepsEachValueInItsSlot() {
         // The current now sits where the voltage was: by position alone it would fill Napětí.
-        let moved = Self.display([("Napětí", "12.91", "V"), ("Proud", "3.05", "A"), ("Nabito", "77", "%")], top: 50, dx: 40)
+        let moved = Self.display(
+            [("Napětí", "12.91", "V"), ("Proud", "3.05", "A"), ("Nabito", "77", "%")], top: 50, dx: 40)
         let values = TemplateMatcher.match(Self.template(), in: moved)
         #expect(values.map(\.text) == ["12.91", "3.05", "77"])
         #expect(values.allSatisfy { !$0.isUncertain }, "\(values)")
@@ -251,16 +273,25 @@ func word(_ text: String, _ x: Double, _ y: Double, _ width: Double = 0.1, _ hei
         let missing = Self.display([("Napětí", "12.91", "V"), ("Nabito", "77", "%")])
         let values = TemplateMatcher.match(Self.template(), in: missing)
         #expect(values[0].text == "12.91" && !values[0].isUncertain && values[2].text == "77" && !values[2].isUncertain)
-        #expect(values[1].isUncertain && values[1].text.isEmpty && values[1].uncertainty.hasPrefix("nothing fits it well"), "\(values[1])")
+        #expect(
+            values[1].isUncertain && values[1].text.isEmpty && values[1].uncertainty.hasPrefix("nothing fits it well"),
+            "\(values[1])")
         // Read with low confidence.
-        let unsure = TemplateMatcher.match(Self.template(), in: Self.display(
-            [("Napětí", "14.30", "V"), ("Proud", "2.10", "A"), ("Nabito", "45", "%")], confidence: 0.7))
+        let unsure = TemplateMatcher.match(
+            Self.template(),
+            in: Self.display(
+                [("Napětí", "14.30", "V"), ("Proud", "2.10", "A"), ("Nabito", "45", "%")], confidence: 0.7))
         #expect(unsure.allSatisfy { $0.uncertainty.contains("confidence 0.70") }, "\(unsure)")
         // Two slots, one reading: two labels beside a single value of a shape both learned.
-        let twins = [ValueDefinition(name: "A", region: NormalizedRect(x: 0.5, y: 0.25, width: 0.1, height: 0.075), shape: "#.#V"),
-                     ValueDefinition(name: "B", region: NormalizedRect(x: 0.5, y: 0.25, width: 0.1, height: 0.075), shape: "#.#V")]
+        let twins = [
+            ValueDefinition(
+                name: "A", region: NormalizedRect(x: 0.5, y: 0.25, width: 0.1, height: 0.075), shape: "#.#V"),
+            ValueDefinition(
+                name: "B", region: NormalizedRect(x: 0.5, y: 0.25, width: 0.1, height: 0.075), shape: "#.#V"),
+        ]
         let one = TemplateMatcher.match(twins, in: [Self.word("12.5V", x: 300, y: 100)])
-        #expect(one[0].uncertainty.contains("fits B as well") && one[1].uncertainty == "nothing was read there", "\(one)")
+        #expect(
+            one[0].uncertainty.contains("fits B as well") && one[1].uncertainty == "nothing was read there", "\(one)")
     }
 
     @Test func templatesWithoutShapesMatchByPositionAsBefore() {

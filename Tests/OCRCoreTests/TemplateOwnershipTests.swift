@@ -2,6 +2,7 @@ import Foundation
 import Storage
 import StorageTestSupport
 import Testing
+
 @testable import OCRCore
 
 /// Templates and records belong to the user who made them; those made before owners existed are the admin's.
@@ -29,13 +30,16 @@ import Testing
     }
 
     @Test func templatesAndRecordsFromBeforeOwnersBecomeTheAdminsOnUpgrade() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ocr-owners-\(UUID().uuidString).sqlite").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ocr-owners-\(UUID().uuidString).sqlite"
+        ).path
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
         do {
             // The schema as it was before owners (migrations 1 and 2), with a template, its value and a record.
             let old = try Database(path: path, migrations: Array(OCRSchema.migrations.prefix(2)))
             try old.write { db in
-                try db.execute("INSERT INTO templates (id, name, description, created_ms) VALUES (7, 'Battery', 'shed', 100)")
+                try db.execute(
+                    "INSERT INTO templates (id, name, description, created_ms) VALUES (7, 'Battery', 'shed', 100)")
                 try db.execute("INSERT INTO template_values VALUES (7, 0, 'Volts', 'word', 0.5, 0.1, 0.1, 0.05)")
                 try db.execute("INSERT INTO records (id, template_id, created_ms) VALUES (3, 7, 200)")
                 try db.execute("INSERT INTO record_values VALUES (3, 0, '12.6', 0.9)")
@@ -49,7 +53,10 @@ import Testing
         // The values and records still refer to the rebuilt table: deleting the template cascades to them.
         try store.deleteTemplate(id: 7)
         let left = try store.database.read { db in
-            (try db.queryOne("SELECT count(*) FROM template_values")?.int(0), try db.queryOne("SELECT count(*) FROM records")?.int(0))
+            (
+                try db.queryOne("SELECT count(*) FROM template_values")?.int(0),
+                try db.queryOne("SELECT count(*) FROM records")?.int(0)
+            )
         }
         #expect(left.0 == 0 && left.1 == 0)
         #expect(try store.database.read { try $0.queryOne("PRAGMA foreign_key_check") } == nil)

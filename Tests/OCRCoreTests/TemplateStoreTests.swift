@@ -2,6 +2,7 @@ import Foundation
 import Storage
 import StorageTestSupport
 import Testing
+
 @testable import OCRCore
 
 @Suite struct TemplateStoreTests {
@@ -25,18 +26,30 @@ import Testing
         ]
         let (template, _) = try store.createTemplate(name: "Charger", values: learned)
         #expect(try store.template(id: template.id).values == learned)
-        let record = try store.addRecord(templateID: template.id, values: [
-            RecordValue(name: "", text: "14.30", confidence: 0.7, uncertainty: "read with confidence 0.70 (under 0.80)"),
-            RecordValue(name: "", text: "2.10", confidence: 0.95),
-        ], at: Date(timeIntervalSince1970: 1_790_000_000))
+        let record = try store.addRecord(
+            templateID: template.id,
+            values: [
+                RecordValue(
+                    name: "", text: "14.30", confidence: 0.7, uncertainty: "read with confidence 0.70 (under 0.80)"),
+                RecordValue(name: "", text: "2.10", confidence: 0.95),
+            ], at: Date(timeIntervalSince1970: 1_790_000_000))
         #expect(record.values.map(\.isUncertain) == [true, false])
-        #expect(try store.allRecords(templateID: template.id)[0].values[0].uncertainty == "read with confidence 0.70 (under 0.80)")
-        #expect(parseCSV(try store.exportCSV(templateID: template.id))[1] == ["2026-09-21T14:13:20Z", "upload", "14.30", "2.10", "Napětí"])
+        #expect(
+            try store.allRecords(templateID: template.id)[0].values[0].uncertainty
+                == "read with confidence 0.70 (under 0.80)")
+        #expect(
+            parseCSV(try store.exportCSV(templateID: template.id))[1] == [
+                "2026-09-21T14:13:20Z", "upload", "14.30", "2.10", "Napětí",
+            ])
         let corrected = try store.updateRecord(id: record.id, values: ["Napětí": "14.38"])
         #expect(corrected.values.map(\.isUncertain) == [false, false] && corrected.values[0].confidence == 1)
         #expect(parseCSV(try store.exportCSV(templateID: template.id))[1].last == "")
         #expect(throws: OCRError.self) {
-            try store.createTemplate(name: "Long", values: [ValueDefinition(name: "V", region: values[0].region, label: String(repeating: "x", count: 201))])
+            try store.createTemplate(
+                name: "Long",
+                values: [
+                    ValueDefinition(name: "V", region: values[0].region, label: String(repeating: "x", count: 201))
+                ])
         }
     }
 
@@ -62,8 +75,9 @@ import Testing
         #expect(throws: OCRError(.notFound, "no template \"\(battery.id)\"")) {
             try store.latestRecords(templateID: battery.id)
         }
-        #expect(try store.database.read { try $0.queryOne("SELECT count(*) FROM record_values")?.int(0) } == 0,
-                "the records went with the template")
+        #expect(
+            try store.database.read { try $0.queryOne("SELECT count(*) FROM record_values")?.int(0) } == 0,
+            "the records went with the template")
     }
 
     @Test func invalidTemplatesAreRefused() throws {
@@ -103,7 +117,8 @@ import Testing
                 templateID: template.id, values: values("\(second)", "a,\"b\""),
                 at: Date(timeIntervalSince1970: 1_790_000_000 + Double(second)))
         }
-        #expect(try store.latestRecords(templateID: template.id).map { $0.values[0].text } == ["9", "8", "7", "6", "5"])
+        #expect(
+            try store.latestRecords(templateID: template.id).map { $0.values[0].text } == ["9", "8", "7", "6", "5"])
 
         var seen: [String] = []
         var token: String?
@@ -148,37 +163,53 @@ import Testing
         #expect(record.dateSource == .upload)
 
         let edited = try store.updateRecord(id: record.id, values: ["Amps": "3.4"])
-        #expect(edited.values.map(\.text) == ["12.6", "3.4"] && edited.values[1].confidence == 1 && edited.values[0].confidence == 0.9)
+        #expect(
+            edited.values.map(\.text) == ["12.6", "3.4"] && edited.values[1].confidence == 1
+                && edited.values[0].confidence == 0.9)
         #expect(edited.createdAt == record.createdAt && edited.dateSource == .upload)
 
         let taken = Date(timeIntervalSince1970: 1_790_000_000)
         let backdated = try store.updateRecord(id: record.id, templateID: template.id, date: taken)
-        #expect(backdated.createdAt == taken && backdated.dateSource == .given && backdated.values.map(\.text) == ["12.6", "3.4"])
+        #expect(
+            backdated.createdAt == taken && backdated.dateSource == .given
+                && backdated.values.map(\.text) == ["12.6", "3.4"])
         #expect(try store.allRecords(templateID: template.id).first == backdated)
 
-        #expect(throws: OCRError.invalid("template \"B\" has no value named \"Watts\"; its values: \"Volts\", \"Amps\"")) {
+        #expect(
+            throws: OCRError.invalid("template \"B\" has no value named \"Watts\"; its values: \"Volts\", \"Amps\"")
+        ) {
             try store.updateRecord(id: record.id, values: ["Watts": "1"])
         }
         #expect(throws: OCRError(.notFound, "no record \(record.id) of template \(other.id)")) {
             try store.updateRecord(id: record.id, templateID: other.id, values: ["Volts": "1"])
         }
-        #expect(throws: OCRError(.notFound, "no record 999")) { try store.updateRecord(id: 999, values: ["Volts": "1"]) }
+        #expect(throws: OCRError(.notFound, "no record 999")) {
+            try store.updateRecord(id: 999, values: ["Volts": "1"])
+        }
         #expect(throws: OCRError.invalid("a record's date must not be more than a day in the future")) {
             try store.updateRecord(id: record.id, date: Date().addingTimeInterval(2 * 86_400))
         }
         #expect(throws: OCRError.invalid("a record's date must not be before 1970-01-01")) {
-            try store.addRecord(templateID: template.id, values: values("1", "2"), at: Date(timeIntervalSince1970: -1), dateSource: .given)
+            try store.addRecord(
+                templateID: template.id, values: values("1", "2"), at: Date(timeIntervalSince1970: -1),
+                dateSource: .given)
         }
         let exif = try store.addRecord(templateID: template.id, values: values("1", "2"), at: taken, dateSource: .exif)
-        #expect(try store.latestRecords(templateID: template.id, limit: 10).first { $0.id == exif.id }?.dateSource == .exif)
-        #expect(try store.allRecords(templateID: template.id).map(\.values[0].text) == ["12.6", "1"], "the unchanged record failed as a whole")
+        #expect(
+            try store.latestRecords(templateID: template.id, limit: 10).first { $0.id == exif.id }?.dateSource == .exif)
+        #expect(
+            try store.allRecords(templateID: template.id).map(\.values[0].text) == ["12.6", "1"],
+            "the unchanged record failed as a whole")
     }
 
     @Test func templateEditsNameDescriptionAndValuesAtOnce() throws {
         let template = try store.createTemplate(name: "B", description: "old", values: values).template
         _ = try store.createTemplate(name: "Taken", values: values)
-        let edited = try store.updateTemplate(id: template.id, name: "Shed", description: "the shed's charger", renames: ["Volts": "Napětí"])
-        #expect(edited.name == "Shed" && edited.description == "the shed's charger" && edited.values.map(\.name) == ["Napětí", "Amps"])
+        let edited = try store.updateTemplate(
+            id: template.id, name: "Shed", description: "the shed's charger", renames: ["Volts": "Napětí"])
+        #expect(
+            edited.name == "Shed" && edited.description == "the shed's charger"
+                && edited.values.map(\.name) == ["Napětí", "Amps"])
         #expect(try store.template(id: template.id) == edited)
         #expect(throws: OCRError(.alreadyExists, "a template named \"Taken\" already exists")) {
             try store.updateTemplate(id: template.id, name: "Taken", description: "lost")
@@ -192,7 +223,8 @@ import Testing
 
     /// A database of the first schema (before records had date sources) opens with its records, dated by upload.
     @Test func aVersionOneDatabaseMigratesWithItsRecords() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ocr-v1-\(UUID().uuidString).sqlite").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ocr-v1-\(UUID().uuidString).sqlite")
+            .path
         defer {
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         }
@@ -201,16 +233,20 @@ import Testing
             try old.write { db in
                 try db.execute("INSERT INTO templates (id, name, description, created_ms) VALUES (1, 'Old', '', 1000)")
                 try db.execute(
-                    "INSERT INTO template_values (template_id, position, name, level, x, y, width, height) VALUES (1, 0, 'Volts', 'word', 0.1, 0.1, 0.1, 0.1)")
+                    "INSERT INTO template_values (template_id, position, name, level, x, y, width, height) VALUES (1, 0, 'Volts', 'word', 0.1, 0.1, 0.1, 0.1)"
+                )
                 try db.execute("INSERT INTO records (id, template_id, created_ms) VALUES (7, 1, 1790000000000)")
-                try db.execute("INSERT INTO record_values (record_id, position, text, confidence) VALUES (7, 0, '12.6', 0.9)")
+                try db.execute(
+                    "INSERT INTO record_values (record_id, position, text, confidence) VALUES (7, 0, '12.6', 0.9)")
             }
         }
         let store = try TemplateStore(path: path)
         let records = try store.allRecords(templateID: 1)
         #expect(records.map(\.id) == [7] && records[0].dateSource == .upload && records[0].values[0].text == "12.6")
         #expect(try store.updateRecord(id: 7, values: ["Volts": "12.7"]).values[0].text == "12.7")
-        #expect(try store.exportCSV(templateID: 1) == "Date,Date source,Volts,Uncertain\r\n2026-09-21T14:13:20Z,upload,12.7,\r\n")
+        #expect(
+            try store.exportCSV(templateID: 1)
+                == "Date,Date source,Volts,Uncertain\r\n2026-09-21T14:13:20Z,upload,12.7,\r\n")
     }
 
 }
@@ -227,13 +263,18 @@ import Testing
             try store.createTemplate(name: heavy, values: [value])
         }
         #expect(throws: OCRError.self) {
-            try store.createTemplate(name: "Long description", description: String(repeating: "x", count: 2001), values: [value])
+            try store.createTemplate(
+                name: "Long description", description: String(repeating: "x", count: 2001), values: [value])
         }
         let template = try store.createTemplate(name: String(repeating: "ř", count: 200), values: [value]).template
         #expect(throws: OCRError.self) {
-            try store.addRecord(templateID: template.id, values: [RecordValue(name: "V", text: String(repeating: "1", count: 1001), confidence: 1)])
+            try store.addRecord(
+                templateID: template.id,
+                values: [RecordValue(name: "V", text: String(repeating: "1", count: 1001), confidence: 1)])
         }
-        #expect(throws: OCRError.self) { try RecognitionOptions(customWords: ["a" + String(repeating: "\u{301}", count: 64)]).validate() }
+        #expect(throws: OCRError.self) {
+            try RecognitionOptions(customWords: ["a" + String(repeating: "\u{301}", count: 64)]).validate()
+        }
         #expect(throws: OCRError.self) { try RecognitionOptions(customWords: ["nul\0"]).validate() }
         try RecognitionOptions(customWords: [String(repeating: "ž", count: 64)]).validate()
     }

@@ -13,12 +13,14 @@ import Testing
     let ocr: OcrV1.OCR.Client
 
     init() throws {
-        let server = RPCServer(name: "ocr", services: [OCRService(store: try TemplateStore.inMemory(using: .testBackend))])
+        let server = RPCServer(
+            name: "ocr", services: [OCRService(store: try TemplateStore.inMemory(using: .testBackend))])
         ocr = OcrV1.OCR.Client(wrapping: RPCClient(transports: [InProcessTransport(server: server)]))
     }
 
     static let values = [
-        OcrV1.ValueDefinition(name: "Volts", region: OcrV1.NormalizedBox(x: 0.5, y: 0.1, width: 0.1, height: 0.05), level: .word),
+        OcrV1.ValueDefinition(
+            name: "Volts", region: OcrV1.NormalizedBox(x: 0.5, y: 0.1, width: 0.1, height: 0.05), level: .word),
         OcrV1.ValueDefinition(name: "Amps, DC", region: OcrV1.NormalizedBox(x: 0.5, y: 0.3, width: 0.1, height: 0.05)),
     ]
 
@@ -37,7 +39,9 @@ import Testing
         let created = try await ocr.createTemplate(
             OcrV1.CreateTemplateRequest(
                 name: "Battery", values: Self.values,
-                firstRecord: [OcrV1.RecordValue(text: "12.6", confidence: 0.9), OcrV1.RecordValue(text: "3,2", confidence: 0.8)]))
+                firstRecord: [
+                    OcrV1.RecordValue(text: "12.6", confidence: 0.9), OcrV1.RecordValue(text: "3,2", confidence: 0.8),
+                ]))
         #expect(created.template?.values.map(\.name) == ["Volts", "Amps, DC"])
         // The first record is stored normalised, the text as read kept, and checked: 3,2 read at 0.8 is flagged
         // (before: stored "3,2" unflagged, as no match had checked it).
@@ -50,7 +54,10 @@ import Testing
             _ = try await ocr.addRecord(
                 OcrV1.AddRecordRequest(
                     template: "Battery",
-                    values: [OcrV1.RecordValue(text: volts, confidence: 1), OcrV1.RecordValue(text: "line\nbreak", confidence: 1)]))
+                    values: [
+                        OcrV1.RecordValue(text: volts, confidence: 1),
+                        OcrV1.RecordValue(text: "line\nbreak", confidence: 1),
+                    ]))
         }
         let latest = try await ocr.latestRecords(OcrV1.LatestRecordsRequest(template: "Battery"))
         #expect(latest.records.count == 3)
@@ -75,67 +82,114 @@ import Testing
 
     @Test func domainErrorsKeepTheirStatus() async throws {
         #expect(await code { _ = try await ocr.getTemplate(OcrV1.GetTemplateRequest(template: "nope")) } == .notFound)
-        #expect(await code { _ = try await ocr.createTemplate(OcrV1.CreateTemplateRequest(name: "Empty")) } == .invalidArgument)
+        #expect(
+            await code { _ = try await ocr.createTemplate(OcrV1.CreateTemplateRequest(name: "Empty")) }
+                == .invalidArgument)
         _ = try await ocr.createTemplate(OcrV1.CreateTemplateRequest(name: "Once", values: Self.values))
-        #expect(await code { _ = try await ocr.createTemplate(OcrV1.CreateTemplateRequest(name: "Once", values: Self.values)) } == .alreadyExists)
-        #expect(await code {
-            _ = try await ocr.createTemplate(OcrV1.CreateTemplateRequest(name: "NoRegion", values: [OcrV1.ValueDefinition(name: "x")]))
-        } == .invalidArgument)
+        #expect(
+            await code {
+                _ = try await ocr.createTemplate(OcrV1.CreateTemplateRequest(name: "Once", values: Self.values))
+            } == .alreadyExists)
+        #expect(
+            await code {
+                _ = try await ocr.createTemplate(
+                    OcrV1.CreateTemplateRequest(name: "NoRegion", values: [OcrV1.ValueDefinition(name: "x")]))
+            } == .invalidArgument)
         #expect(await code { _ = try await ocr.deleteRecord(OcrV1.DeleteRecordRequest(recordID: 42)) } == .notFound)
-        #expect(await code {
-            for try await _ in ocr.exportRecords(OcrV1.ExportRecordsRequest(template: "nope")) {}
-        } == .notFound)
-        #expect(await code { _ = try await ocr.addRecord(OcrV1.AddRecordRequest(template: "Once", values: [])) } == .invalidArgument)
+        #expect(
+            await code {
+                for try await _ in ocr.exportRecords(OcrV1.ExportRecordsRequest(template: "nope")) {}
+            } == .notFound)
+        #expect(
+            await code { _ = try await ocr.addRecord(OcrV1.AddRecordRequest(template: "Once", values: [])) }
+                == .invalidArgument)
     }
 
     @Test func recordsAreCorrectedAndBackdatedAndExportedForSpreadsheets() async throws {
         _ = try await ocr.createTemplate(OcrV1.CreateTemplateRequest(name: "Battery", values: Self.values))
         _ = try await ocr.createTemplate(OcrV1.CreateTemplateRequest(name: "Other", values: Self.values))
         let taken = 1_790_000_000.0
-        let added = try #require(try await ocr.addRecord(
-            OcrV1.AddRecordRequest(
-                template: "Battery", values: [OcrV1.RecordValue(text: "12.6", confidence: 0.7), OcrV1.RecordValue(text: "=1+1", confidence: 0.7)],
-                createdAt: taken, dateSource: .exif)).record)
+        let added = try #require(
+            try await ocr.addRecord(
+                OcrV1.AddRecordRequest(
+                    template: "Battery",
+                    values: [
+                        OcrV1.RecordValue(text: "12.6", confidence: 0.7),
+                        OcrV1.RecordValue(text: "=1+1", confidence: 0.7),
+                    ],
+                    createdAt: taken, dateSource: .exif)
+            ).record)
         #expect(added.createdAt == taken && added.dateSource == .exif)
-        let now = try #require(try await ocr.addRecord(
-            OcrV1.AddRecordRequest(template: "Battery", values: [OcrV1.RecordValue(), OcrV1.RecordValue()])).record)
+        let now = try #require(
+            try await ocr.addRecord(
+                OcrV1.AddRecordRequest(template: "Battery", values: [OcrV1.RecordValue(), OcrV1.RecordValue()])
+            ).record)
         #expect(now.dateSource == .upload && abs(now.createdAt - Date().timeIntervalSince1970) < 60)
 
-        let edited = try #require(try await ocr.updateRecord(
-            OcrV1.UpdateRecordRequest(recordID: added.id, template: "Battery", values: [OcrV1.RecordValue(name: "Volts", text: "12.9")],
-                                      createdAt: taken - 3600)).record)
-        #expect(edited.values.map(\.text) == ["12.9", "=1+1"] && edited.createdAt == taken - 3600 && edited.dateSource == .given)
-        #expect(await code {
-            _ = try await ocr.updateRecord(OcrV1.UpdateRecordRequest(recordID: added.id, values: [OcrV1.RecordValue(name: "Watts", text: "1")]))
-        } == .invalidArgument)
-        #expect(await code {
-            _ = try await ocr.updateRecord(OcrV1.UpdateRecordRequest(recordID: added.id, template: "Other", values: [OcrV1.RecordValue(name: "Volts", text: "1")]))
-        } == .notFound)
-        #expect(await code { _ = try await ocr.updateRecord(OcrV1.UpdateRecordRequest(recordID: added.id)) } == .invalidArgument)
-        #expect(await code {
-            _ = try await ocr.addRecord(OcrV1.AddRecordRequest(template: "Battery", values: [OcrV1.RecordValue(), OcrV1.RecordValue()],
-                                                               createdAt: Date().timeIntervalSince1970 + 3 * 86_400))
-        } == .invalidArgument)
-        #expect(await code {
-            _ = try await ocr.addRecord(OcrV1.AddRecordRequest(template: "Battery", values: [OcrV1.RecordValue(), OcrV1.RecordValue()], dateSource: .exif))
-        } == .invalidArgument)
+        let edited = try #require(
+            try await ocr.updateRecord(
+                OcrV1.UpdateRecordRequest(
+                    recordID: added.id, template: "Battery", values: [OcrV1.RecordValue(name: "Volts", text: "12.9")],
+                    createdAt: taken - 3600)
+            ).record)
+        #expect(
+            edited.values.map(\.text) == ["12.9", "=1+1"] && edited.createdAt == taken - 3600
+                && edited.dateSource == .given)
+        #expect(
+            await code {
+                _ = try await ocr.updateRecord(
+                    OcrV1.UpdateRecordRequest(recordID: added.id, values: [OcrV1.RecordValue(name: "Watts", text: "1")])
+                )
+            } == .invalidArgument)
+        #expect(
+            await code {
+                _ = try await ocr.updateRecord(
+                    OcrV1.UpdateRecordRequest(
+                        recordID: added.id, template: "Other", values: [OcrV1.RecordValue(name: "Volts", text: "1")]))
+            } == .notFound)
+        #expect(
+            await code { _ = try await ocr.updateRecord(OcrV1.UpdateRecordRequest(recordID: added.id)) }
+                == .invalidArgument)
+        #expect(
+            await code {
+                _ = try await ocr.addRecord(
+                    OcrV1.AddRecordRequest(
+                        template: "Battery", values: [OcrV1.RecordValue(), OcrV1.RecordValue()],
+                        createdAt: Date().timeIntervalSince1970 + 3 * 86_400))
+            } == .invalidArgument)
+        #expect(
+            await code {
+                _ = try await ocr.addRecord(
+                    OcrV1.AddRecordRequest(
+                        template: "Battery", values: [OcrV1.RecordValue(), OcrV1.RecordValue()], dateSource: .exif))
+            } == .invalidArgument)
 
-        let template = try #require(try await ocr.updateTemplate(
-            OcrV1.UpdateTemplateRequest(template: "Battery", description: "shed", renames: [OcrV1.ValueRename(from: "Volts", to: "Napětí")])).template)
-        #expect(template.name == "Battery" && template.description == "shed" && template.values.map(\.name) == ["Napětí", "Amps, DC"])
+        let template = try #require(
+            try await ocr.updateTemplate(
+                OcrV1.UpdateTemplateRequest(
+                    template: "Battery", description: "shed", renames: [OcrV1.ValueRename(from: "Volts", to: "Napětí")])
+            ).template)
+        #expect(
+            template.name == "Battery" && template.description == "shed"
+                && template.values.map(\.name) == ["Napětí", "Amps, DC"])
 
         var csv = ""
         for try await chunk in ocr.exportRecords(
-            OcrV1.ExportRecordsRequest(template: "Battery", bom: true, delimiter: ";", timeZone: "Europe/Prague")) { csv += chunk.csv }
+            OcrV1.ExportRecordsRequest(template: "Battery", bom: true, delimiter: ";", timeZone: "Europe/Prague"))
+        { csv += chunk.csv }
         let lines = csv.components(separatedBy: "\r\n")
         #expect(lines[0] == "\u{FEFF}Date;Date source;Napětí;Amps, DC;Uncertain")
         // "=1+1" was sent at 0.7 without a reason: stored flagged (the 12.6 beside it was edited, so checked).
         #expect(lines[1] == "2026-09-21T15:13:20+02:00;given;12.9;'=1+1;Amps, DC")
-        #expect(await code {
-            for try await _ in ocr.exportRecords(OcrV1.ExportRecordsRequest(template: "Battery", timeZone: "Nowhere/Else")) {}
-        } == .invalidArgument)
-        #expect(await code {
-            for try await _ in ocr.exportRecords(OcrV1.ExportRecordsRequest(template: "Battery", delimiter: "|")) {}
-        } == .invalidArgument)
+        #expect(
+            await code {
+                for try await _ in ocr.exportRecords(
+                    OcrV1.ExportRecordsRequest(template: "Battery", timeZone: "Nowhere/Else"))
+                {}
+            } == .invalidArgument)
+        #expect(
+            await code {
+                for try await _ in ocr.exportRecords(OcrV1.ExportRecordsRequest(template: "Battery", delimiter: "|")) {}
+            } == .invalidArgument)
     }
 }

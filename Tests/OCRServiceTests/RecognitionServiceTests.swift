@@ -31,10 +31,16 @@ import WorkLane
         store = try TemplateStore.inMemory(using: .testBackend)
         let lane = WorkLane(name: "lane", threads: 2, queueLimit: 8)
         jobs = JobRunner(store: try JobStore(database: store.database), lane: lane, failureMapping: JobsRPC.failure)
-        let recognizer = maxPixels == 60_000_000
-            ? Self.recognizer : TextRecognizer(engines: Self.recognizer.engines, limits: DecodeLimits(maxPixels: maxPixels))
-        let service = OCRService(store: store, recognizer: recognizer, lane: lane, jobs: jobs, maxUploadBytes: maxUploadBytes, maxBatchBytes: maxBatchBytes)
-        client = RPCClient(transports: [InProcessTransport(server: RPCServer(name: "ocr", services: [service, JobsService(runner: jobs)]))])
+        let recognizer =
+            maxPixels == 60_000_000
+            ? Self.recognizer
+            : TextRecognizer(engines: Self.recognizer.engines, limits: DecodeLimits(maxPixels: maxPixels))
+        let service = OCRService(
+            store: store, recognizer: recognizer, lane: lane, jobs: jobs, maxUploadBytes: maxUploadBytes,
+            maxBatchBytes: maxBatchBytes)
+        client = RPCClient(transports: [
+            InProcessTransport(server: RPCServer(name: "ocr", services: [service, JobsService(runner: jobs)]))
+        ])
     }
 
     static func code(_ body: () async throws -> Void) async -> (StatusCode?, String) {
@@ -72,9 +78,14 @@ import WorkLane
         #expect(reply.pages.count == 1 && reply.pages[0].width > 0)
         // Each step is timed, and the total is their sum.
         let timings = try #require(reply.timings)
-        #expect(timings.decodeSeconds > 0 && timings.preprocessSeconds > 0 && timings.recognizeSeconds > 0, "\(timings)")
-        #expect(abs(timings.totalSeconds - (timings.decodeSeconds + timings.preprocessSeconds + timings.recognizeSeconds)) < 1e-9)
-        #expect(timings.recognizeSeconds > timings.decodeSeconds, "reading a page takes longer than decoding it: \(timings)")
+        #expect(
+            timings.decodeSeconds > 0 && timings.preprocessSeconds > 0 && timings.recognizeSeconds > 0, "\(timings)")
+        #expect(
+            abs(timings.totalSeconds - (timings.decodeSeconds + timings.preprocessSeconds + timings.recognizeSeconds))
+                < 1e-9)
+        #expect(
+            timings.recognizeSeconds > timings.decodeSeconds, "reading a page takes longer than decoding it: \(timings)"
+        )
     }
 
     @Test func anUploadOverTheLimitIsResourceExhausted() async throws {
@@ -94,7 +105,9 @@ import WorkLane
         let (code, message) = await Self.code {
             _ = try await fixture.ocr.scan { writer in
                 try await writer.send(OcrV1.ScanRequest(options: OcrV1.ScanOptions(), chunk: Array(png)))
-                for _ in 0..<10_000 { try await writer.send(OcrV1.ScanRequest(chunk: Array(repeating: 0, count: 64 * 1024))) }
+                for _ in 0..<10_000 {
+                    try await writer.send(OcrV1.ScanRequest(chunk: Array(repeating: 0, count: 64 * 1024)))
+                }
             }
         }
         #expect(code == .resourceExhausted)
@@ -105,7 +118,8 @@ import WorkLane
     /// would decode it to learn its size).
     @Test func aTinyGIFClaimingAHugeScreenIsResourceExhausted() async throws {
         func u16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8)] }
-        let gif = Array("GIF89a".utf8) + u16(65535) + u16(65535) + [0, 0, 0]
+        let gif =
+            Array("GIF89a".utf8) + u16(65535) + u16(65535) + [0, 0, 0]
             + [0x2C] + u16(0) + u16(0) + u16(65535) + u16(65535) + [0, 2, 0, 0x3B]
         let (code, message) = await Self.code {
             _ = try await ocr.scan(requests: Self.upload(Data(gif), chunkSize: 1 << 20))
@@ -121,14 +135,20 @@ import WorkLane
         func batch(_ sizes: [Int]) async -> (StatusCode?, String) {
             await Self.code {
                 let job = try await fixture.ocr.startBatchScan { writer in
-                    try await writer.send(OcrV1.BatchScanRequest(options: OcrV1.ScanOptions(languages: ["eng"], level: .fast)))
+                    try await writer.send(
+                        OcrV1.BatchScanRequest(options: OcrV1.ScanOptions(languages: ["eng"], level: .fast)))
                     for (index, size) in sizes.enumerated() {
-                        try await writer.send(OcrV1.BatchScanRequest(fileName: "\(index).jpg", chunk: Array(repeating: 7, count: size / 2)))
-                        try await writer.send(OcrV1.BatchScanRequest(chunk: Array(repeating: 7, count: size - size / 2)))
+                        try await writer.send(
+                            OcrV1.BatchScanRequest(
+                                fileName: "\(index).jpg", chunk: Array(repeating: 7, count: size / 2)))
+                        try await writer.send(
+                            OcrV1.BatchScanRequest(chunk: Array(repeating: 7, count: size - size / 2)))
                     }
                 }
                 var last: JobsV1.Job?
-                for try await snapshot in JobsV1.Jobs.Client(wrapping: fixture.client).watchJob(JobsV1.WatchJobRequest(id: job.id)) {
+                for try await snapshot in JobsV1.Jobs.Client(wrapping: fixture.client).watchJob(
+                    JobsV1.WatchJobRequest(id: job.id))
+                {
                     last = snapshot
                 }
                 #expect(last?.state == .succeeded, "junk files fail one by one, not the job")
@@ -137,9 +157,13 @@ import WorkLane
         let (fits, fitsMessage) = await batch([90_000, 90_000])
         #expect(fits == nil, "two files under the image limit, more than it together: \(fitsMessage)")
         let (large, largeMessage) = await batch([10_000, 100_001])
-        #expect(large == .resourceExhausted && largeMessage.hasPrefix("1.jpg: ") && largeMessage.contains("upload limit of 100000 bytes"), "\(largeMessage)")
+        #expect(
+            large == .resourceExhausted && largeMessage.hasPrefix("1.jpg: ")
+                && largeMessage.contains("upload limit of 100000 bytes"), "\(largeMessage)")
         let (many, manyMessage) = await batch([90_000, 90_000, 90_000])
-        #expect(many == .resourceExhausted && manyMessage.contains("batch") && manyMessage.contains("250000 bytes"), "\(manyMessage)")
+        #expect(
+            many == .resourceExhausted && manyMessage.contains("batch") && manyMessage.contains("250000 bytes"),
+            "\(manyMessage)")
         let (single, _) = await Self.code {
             _ = try await fixture.ocr.scan(requests: Self.upload(Data(repeating: 7, count: 100_001), chunkSize: 50_000))
         }
@@ -155,7 +179,8 @@ import WorkLane
         #expect(await Self.code { _ = try await ocr.scan { _ in } }.0 == .invalidArgument)
         let (languageCode, _) = await Self.code {
             _ = try await ocr.scan { writer in
-                try await writer.send(OcrV1.ScanRequest(options: OcrV1.ScanOptions(languages: ["xx"]), chunk: [1, 2, 3]))
+                try await writer.send(
+                    OcrV1.ScanRequest(options: OcrV1.ScanOptions(languages: ["xx"]), chunk: [1, 2, 3]))
             }
         }
         #expect(languageCode == .invalidArgument)
@@ -163,7 +188,8 @@ import WorkLane
 
     @Test func aBlankImageIsNotFound() async throws {
         let png = try Image.blank(width: 400, height: 300).encoded(as: .png)
-        #expect(await Self.code { _ = try await ocr.scan(requests: Self.upload(png, chunkSize: 1 << 20)) }.0 == .notFound)
+        #expect(
+            await Self.code { _ = try await ocr.scan(requests: Self.upload(png, chunkSize: 1 << 20)) }.0 == .notFound)
     }
 
     @Test func aDraftForAnUnknownTemplateIsNotFound() async throws {
@@ -182,18 +208,24 @@ import WorkLane
         let brown = try #require(scan.observations.first { $0.level == .word && $0.text == "brown" })
         _ = try await ocr.createTemplate(
             OcrV1.CreateTemplateRequest(
-                name: "Page", values: [
+                name: "Page",
+                values: [
                     OcrV1.ValueDefinition(name: "Colour", region: brown.box, level: .word),
-                    OcrV1.ValueDefinition(name: "Nothing", region: OcrV1.NormalizedBox(x: 0.001, y: 0.001, width: 0.002, height: 0.002)),
+                    OcrV1.ValueDefinition(
+                        name: "Nothing", region: OcrV1.NormalizedBox(x: 0.001, y: 0.001, width: 0.002, height: 0.002)),
                 ]))
         let draft = try await ocr.draftRecord { writer in
-            try await writer.send(OcrV1.DraftRecordRequest(template: "Page", options: OcrV1.ScanOptions(languages: ["eng"], level: .fast)))
+            try await writer.send(
+                OcrV1.DraftRecordRequest(template: "Page", options: OcrV1.ScanOptions(languages: ["eng"], level: .fast))
+            )
             try await writer.send(OcrV1.DraftRecordRequest(chunk: Array(page)))
         }
         #expect(draft.values.map(\.text) == ["brown", ""])
         #expect(draft.values[0].confidence > 0.5 && draft.values[1].confidence == 0)
         #expect(draft.template?.name == "Page")
-        #expect(try await ocr.latestRecords(OcrV1.LatestRecordsRequest(template: "Page")).records.isEmpty, "a draft saves nothing")
+        #expect(
+            try await ocr.latestRecords(OcrV1.LatestRecordsRequest(template: "Page")).records.isEmpty,
+            "a draft saves nothing")
     }
 
     @Test(.enabled(if: OCRData.enabled, Comment(rawValue: OCRData.skipText)))
@@ -216,7 +248,8 @@ import WorkLane
         let result = try OcrV1.BatchScanResult(serializedBytes: try #require(last.result).value)
         #expect(result.files.map(\.fileName) == ["a.tif", "junk.bin", "b.tif"])
         #expect(result.files[0].result?.text.contains("quick brown dog") == true)
-        #expect(result.files[1].errorCode == UInt32(StatusCode.invalidArgument.rawValue) && result.files[1].result == nil)
+        #expect(
+            result.files[1].errorCode == UInt32(StatusCode.invalidArgument.rawValue) && result.files[1].result == nil)
         #expect(result.files[2].result?.text == result.files[0].result?.text)
         #expect(last.progress == 1)
     }
@@ -227,7 +260,9 @@ import WorkLane
         let page = try OCRData.data("eurotext.tif")
         let job = try await ocr.startBatchScan { writer in
             try await writer.send(OcrV1.BatchScanRequest(options: OcrV1.ScanOptions(languages: ["eng"], level: .fast)))
-            for index in 0..<20 { try await writer.send(OcrV1.BatchScanRequest(fileName: "\(index).tif", chunk: Array(page))) }
+            for index in 0..<20 {
+                try await writer.send(OcrV1.BatchScanRequest(fileName: "\(index).tif", chunk: Array(page)))
+            }
         }
         let jobsClient = JobsV1.Jobs.Client(wrapping: client)
         _ = try await jobsClient.cancelJob(JobsV1.CancelJobRequest(id: job.id))
@@ -238,11 +273,17 @@ import WorkLane
     }
 
     @Test func aBatchWithBytesBeforeAFileNameOrNoFileIsInvalid() async throws {
-        #expect(await Self.code {
-            _ = try await ocr.startBatchScan { writer in try await writer.send(OcrV1.BatchScanRequest(chunk: [1, 2])) }
-        }.0 == .invalidArgument)
-        #expect(await Self.code {
-            _ = try await ocr.startBatchScan { writer in try await writer.send(OcrV1.BatchScanRequest(options: OcrV1.ScanOptions())) }
-        }.0 == .invalidArgument)
+        #expect(
+            await Self.code {
+                _ = try await ocr.startBatchScan { writer in
+                    try await writer.send(OcrV1.BatchScanRequest(chunk: [1, 2]))
+                }
+            }.0 == .invalidArgument)
+        #expect(
+            await Self.code {
+                _ = try await ocr.startBatchScan { writer in
+                    try await writer.send(OcrV1.BatchScanRequest(options: OcrV1.ScanOptions()))
+                }
+            }.0 == .invalidArgument)
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import RPC
 import Testing
 import TextRecognition
+
 @testable import OCRService
 
 /// Issue 24: upload bytes draw from the process's memory budget, so six unfinished 400 MiB batches no
@@ -15,7 +16,8 @@ import TextRecognition
         do {
             var first = UploadCollector(limit: 1 << 30, decoder: ImageDecoder(), reservation: MemoryReservation(budget))
             var second = UploadCollector(
-                limit: 1 << 30, decoder: ImageDecoder(), reservation: MemoryReservation(budget), patience: .milliseconds(200))
+                limit: 1 << 30, decoder: ImageDecoder(), reservation: MemoryReservation(budget),
+                patience: .milliseconds(200))
             try await first.append(chunk)
             try await first.append(chunk)
             try await second.append(chunk)
@@ -69,21 +71,27 @@ import TextRecognition
     /// A photo's decoded pages hold about `DecodeHold.bytesPerPixel` bytes a pixel of the budget while it is read: refused when they do not
     /// fit within the patience, held while they do, nothing for bytes whose header does not read.
     @Test func aPhotosDecodedPagesHoldTheirShareWhileItIsRead() async throws {
-        let png = try #require(Data(base64Encoded:
-            "iVBORw0KGgoAAAANSUhEUgAAAGQAAABkCAAAAABVicqIAAAAIUlEQVR4nO3BgQAAAADDoPlTX+EAVQEAAAAAAAAAAACPASd0AAEsXIkWAAAAAElFTkSuQmCC"))
+        let png = try #require(
+            Data(
+                base64Encoded:
+                    "iVBORw0KGgoAAAANSUhEUgAAAGQAAABkCAAAAABVicqIAAAAIUlEQVR4nO3BgQAAAADDoPlTX+EAVQEAAAAAAAAAAACPASd0AAEsXIkWAAAAAElFTkSuQmCC"
+            ))
         #expect(ImageDecoder.announcedPixels(prefix: png) == 100 * 100)
         let budget = MemoryBudget(limit: 100 << 10)
-        let held = try await DecodeHold.reserve(for: png, maxPixels: 1 << 30, budget: budget, patience: .milliseconds(50))
+        let held = try await DecodeHold.reserve(
+            for: png, maxPixels: 1 << 30, budget: budget, patience: .milliseconds(50))
         #expect(held.bytes == 100 * 100 * DecodeHold.bytesPerPixel && budget.used == held.bytes)
         await #expect {
             _ = try await DecodeHold.reserve(for: png, maxPixels: 1 << 30, budget: budget, patience: .milliseconds(50))
         } throws: { error in
-            (error as? RPCError)?.code == .resourceExhausted && (error as? RPCError)?.message.contains("memory budget") == true
+            (error as? RPCError)?.code == .resourceExhausted
+                && (error as? RPCError)?.message.contains("memory budget") == true
         }
         #expect(budget.used == held.bytes, "the refused photo holds nothing")
         held.releaseAll()
         #expect(budget.used == 0, "given back once the photo is read")
-        let unreadable = try await DecodeHold.reserve(for: Data(repeating: 7, count: 100), maxPixels: 1 << 30, budget: budget)
+        let unreadable = try await DecodeHold.reserve(
+            for: Data(repeating: 7, count: 100), maxPixels: 1 << 30, budget: budget)
         #expect(unreadable.bytes == 0)
     }
 
@@ -96,7 +104,8 @@ import TextRecognition
             let pixels = Int(DecodeHold.megapixels(fittingIn: budget.limit) * 1_000_000)
             #expect(pixels * DecodeHold.bytesPerPixel <= budget.limit, "\(mib) MiB")
             #expect((pixels + 1_000) * DecodeHold.bytesPerPixel > budget.limit, "\(mib) MiB: the limit uses the budget")
-            #expect(budget.reserve(pixels * DecodeHold.bytesPerPixel), "\(mib) MiB: a photo at the limit is held at once")
+            #expect(
+                budget.reserve(pixels * DecodeHold.bytesPerPixel), "\(mib) MiB: a photo at the limit is held at once")
         }
         #expect(DecodeHold.bytesPerPixel >= 10, "a 36 MP PNG's scan raised peak RSS by 9.1 bytes a pixel (issue 40)")
     }

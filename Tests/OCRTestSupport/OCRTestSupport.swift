@@ -8,7 +8,8 @@ public enum OCRData {
         .deletingLastPathComponent().appendingPathComponent("shared/datasets/ocr")
 
     /// Real-data tests run when the data is present, and always under `CI=true` (where they fail if it is missing).
-    public static let enabled = FileManager.default.fileExists(atPath: directory.path)
+    public static let enabled =
+        FileManager.default.fileExists(atPath: directory.path)
         || ProcessInfo.processInfo.environment["CI"] == "true"
     public static let skipText = "skipped: ../shared/datasets/ocr is missing (set CI=true to require it)"
 
@@ -56,7 +57,11 @@ public enum TesseractCLI {
                 process.arguments = [file.path, "stdout", "-l", languages] + (psm.map { ["--psm", $0] } ?? [])
                 var environment = ProcessInfo.processInfo.environment
                 // A process that links TextRecognition sets OMP_THREAD_LIMIT=1 for its children; the default run drops it.
-                if ompThreadLimit { environment["OMP_THREAD_LIMIT"] = "1" } else { environment.removeValue(forKey: "OMP_THREAD_LIMIT") }
+                if ompThreadLimit {
+                    environment["OMP_THREAD_LIMIT"] = "1"
+                } else {
+                    environment.removeValue(forKey: "OMP_THREAD_LIMIT")
+                }
                 process.environment = environment
                 let output = Pipe()
                 process.standardOutput = output
@@ -130,7 +135,8 @@ public enum TextRenderer {
             let slice = characters[min(next, characters.count)..<min(next + count, characters.count)]
             next += count
             let left = slice.map(\.left).min() ?? 0, right = slice.map(\.right).max() ?? 0
-            let top = imageHeight - (slice.map(\.top).max() ?? 0), bottom = imageHeight - (slice.map(\.bottom).min() ?? 0)
+            let top = imageHeight - (slice.map(\.top).max() ?? 0),
+                bottom = imageHeight - (slice.map(\.bottom).min() ?? 0)
             boxes.append(PixelRect(x: left, y: top, width: right - left, height: bottom - top))
         }
         return boxes
@@ -232,19 +238,23 @@ public enum DisplayPhotoFixture {
     /// Which of `photo`'s values appear in `text` as a word of their own (a unit stuck to the number allowed:
     /// `14.38V`): how a scan is scored.
     public static func valuesRead(_ text: String, photo: Photo) -> Int {
-        let words = Set(text.split(whereSeparator: \.isWhitespace).map { word -> String in
-            var word = String(word)
-            while let last = word.last, "VA%".contains(last) { word.removeLast() }
-            return word
-        })
+        let words = Set(
+            text.split(whereSeparator: \.isWhitespace).map { word -> String in
+                var word = String(word)
+                while let last = word.last, "VA%".contains(last) { word.removeLast() }
+                return word
+            })
         return photo.values.filter { !$0.isEmpty && words.contains($0) }.count
     }
 
     /// Rendered Czech text: `czech-N.png` with `czech-N.txt`.
     public static func czechPages() throws -> [(image: URL, truth: String)] {
         try (1...3).map { n in
-            (directory.appendingPathComponent("czech-\(n).png"),
-             String(decoding: try Data(contentsOf: directory.appendingPathComponent("czech-\(n).txt")), as: UTF8.self))
+            (
+                directory.appendingPathComponent("czech-\(n).png"),
+                String(
+                    decoding: try Data(contentsOf: directory.appendingPathComponent("czech-\(n).txt")), as: UTF8.self)
+            )
         }
     }
 
@@ -266,7 +276,8 @@ public enum DevicePhoto {
         let sheet = try TextRenderer.render(texts, points: 16, width: 900, height: 900)
         var cut: [String: Image] = [:]
         for (text, box) in zip(texts, sheet.lineBoxes) {
-            cut[text] = try sheet.image.cropped(to: PixelRect(x: box.x - 4, y: box.y - 4, width: box.width + 8, height: box.height + 8))
+            cut[text] = try sheet.image.cropped(
+                to: PixelRect(x: box.x - 4, y: box.y - 4, width: box.width + 8, height: box.height + 8))
         }
         return cut
     }
@@ -290,12 +301,17 @@ public enum DevicePhoto {
         func scaled(_ c: Double) -> UInt8 { UInt8(max(0, min(255, (c * light).rounded()))) }
         let orange = (scaled(255), scaled(140), scaled(20))
         var table = [(UInt8, UInt8, UInt8)](repeating: (0, 0, 0), count: 256)
-        for level in 0..<256 { let v = scaled(Double(level)); table[level] = (v, v, v) }
+        for level in 0..<256 {
+            let v = scaled(Double(level))
+            table[level] = (v, v, v)
+        }
         table[161] = orange
         rgb.withUnsafeMutableBufferPointer { out in
             for (index, level) in levels.enumerated() {
                 let c = table[Int(level)]
-                out[3 * index] = c.0; out[3 * index + 1] = c.1; out[3 * index + 2] = c.2
+                out[3 * index] = c.0
+                out[3 * index + 1] = c.1
+                out[3 * index + 2] = c.2
             }
         }
         let photo = try Image.fromRGB(rgb, width: width, height: height)

@@ -2,16 +2,20 @@ import Foundation
 import OpenCVDNN
 import Testing
 import TextRecognition
+
 @testable import PPOCR
 
 /// PP-OCR through OpenCV on the rendered display photos of Tests/DisplayPhotos, with the models compose installs.
 @Suite(.serialized) struct DisplayReadingTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     /// The folder `compose/compose ppocr` installs (or MENAGERIE_PPOCR).
-    static let folder = ProcessInfo.processInfo.environment["MENAGERIE_PPOCR"]
+    static let folder =
+        ProcessInfo.processInfo.environment["MENAGERIE_PPOCR"]
         ?? root.appendingPathComponent("compose/.cache/ppocr").path
     /// Under CI=true the tests run (and fail) without it, as `compose test` installs it.
-    static let installed = FileManager.default.fileExists(atPath: folder + "/" + PPOCRModels.manifestName)
+    static let installed =
+        FileManager.default.fileExists(atPath: folder + "/" + PPOCRModels.manifestName)
         || ProcessInfo.processInfo.environment["CI"] == "true"
     static let missing: Comment = "skipped: PP-OCR is not installed (compose/compose ppocr; set CI=true to require it)"
 
@@ -25,8 +29,10 @@ import TextRecognition
 
     /// The truth of `name`: its three values.
     static func truth(_ name: String) throws -> [String] {
-        let lines = try String(contentsOf: root.appendingPathComponent("Tests/DisplayPhotos/truth.tsv"), encoding: .utf8)
-            .split(separator: "\n")
+        let lines = try String(
+            contentsOf: root.appendingPathComponent("Tests/DisplayPhotos/truth.tsv"), encoding: .utf8
+        )
+        .split(separator: "\n")
         let row = try #require(lines.first { $0.hasPrefix(name + "\t") }).split(separator: "\t").map(String.init)
         return Array(row.suffix(3))
     }
@@ -57,14 +63,18 @@ import TextRecognition
         let lines = try engine.read(pixels)
         let elapsed = clock.now - start
         let words = lines.flatMap(\.words).map(\.text)
-        print("PP-OCR \(name) (\(pixels.width) × \(pixels.height)) in \(elapsed) (debug build): \(lines.map { "\($0.text) [\(String(format: "%.2f", $0.confidence))]" })")
+        print(
+            "PP-OCR \(name) (\(pixels.width) × \(pixels.height)) in \(elapsed) (debug build): \(lines.map { "\($0.text) [\(String(format: "%.2f", $0.confidence))]" })"
+        )
         for value in try Self.truth(name) {
             #expect(words.contains { $0 == value || $0.hasPrefix(value) }, "\(value) not among \(words)")
         }
         #expect(lines.map(\.text).joined(separator: " ").contains("Napětí"))
         for line in lines {
             #expect(line.box.x >= 0 && line.box.x + line.box.width <= pixels.width)
-            for word in line.words { #expect(word.box.x >= line.box.x && word.box.x + word.box.width <= line.box.x + line.box.width) }
+            for word in line.words {
+                #expect(word.box.x >= line.box.x && word.box.x + word.box.width <= line.box.x + line.box.width)
+            }
         }
     }
 
@@ -85,8 +95,12 @@ import TextRecognition
         start = clock.now
         let lines = try engine.read(pixels)
         let read = clock.now - start
-        print("PP-OCR on \(pixels.width) × \(pixels.height) (debug build): RGB copy \(convert), detection \(detect) (\(boxes.count) boxes), detection + recognition \(read): \(lines.map(\.text))")
+        print(
+            "PP-OCR on \(pixels.width) × \(pixels.height) (debug build): RGB copy \(convert), detection \(detect) (\(boxes.count) boxes), detection + recognition \(read): \(lines.map(\.text))"
+        )
         let words = lines.flatMap(\.words).map(\.text)
-        for value in try Self.truth("clean-1.png") { #expect(words.contains { $0.hasPrefix(value) }, "\(value) not among \(words)") }
+        for value in try Self.truth("clean-1.png") {
+            #expect(words.contains { $0.hasPrefix(value) }, "\(value) not among \(words)")
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import PPOCR
 
 /// DB post-processing and CTC decoding on hand-made network outputs.
@@ -30,16 +31,25 @@ struct DBPostprocessorTests {
         let postprocessor = DBPostprocessor()
         // Over the 0.3 threshold but under the 0.5 box threshold on average.
         let weak = Self.map(100, 50, [(10, 10, 30, 10)], value: 0.4)
-        #expect(postprocessor.boxes(map: weak, width: 100, height: 50, validWidth: 100, validHeight: 50, scale: 1,
-                                    imageWidth: 100, imageHeight: 50).isEmpty)
+        #expect(
+            postprocessor.boxes(
+                map: weak, width: 100, height: 50, validWidth: 100, validHeight: 50, scale: 1,
+                imageWidth: 100, imageHeight: 50
+            ).isEmpty)
         // One pixel high: under the minimum side of 3 even dilated.
         let thin = Self.map(100, 50, [(10, 10, 30, 1)])
-        #expect(postprocessor.boxes(map: thin, width: 100, height: 50, validWidth: 100, validHeight: 50, scale: 1,
-                                    imageWidth: 100, imageHeight: 50).isEmpty)
+        #expect(
+            postprocessor.boxes(
+                map: thin, width: 100, height: 50, validWidth: 100, validHeight: 50, scale: 1,
+                imageWidth: 100, imageHeight: 50
+            ).isEmpty)
         // Text in the canvas's padding (right of the picture's 60 columns) is not the picture's.
         let padded = Self.map(100, 50, [(70, 10, 20, 10)])
-        #expect(postprocessor.boxes(map: padded, width: 100, height: 50, validWidth: 60, validHeight: 50, scale: 1,
-                                    imageWidth: 60, imageHeight: 50).isEmpty)
+        #expect(
+            postprocessor.boxes(
+                map: padded, width: 100, height: 50, validWidth: 60, validHeight: 50, scale: 1,
+                imageWidth: 60, imageHeight: 50
+            ).isEmpty)
     }
 
     @Test func boxesComeInReadingOrderAndClippedToTheImage() {

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import PPOCR
 @testable import SevenSegment
 
@@ -7,7 +8,8 @@ import Testing
 struct SegmentDoubtTests {
     static func reading(_ text: String, confidence: Double = 0.9, strokes: Double = 4) -> SevenSegmentReading {
         let digits = text.filter(\.isNumber).count
-        return SevenSegmentReading(text: text, confidence: confidence, strokesPerDigit: strokes, digits: digits, glyphs: digits)
+        return SevenSegmentReading(
+            text: text, confidence: confidence, strokesPerDigit: strokes, digits: digits, glyphs: digits)
     }
 
     static func box(_ x: Int, _ y: Int, _ width: Int, _ height: Int) -> TextBox {
@@ -20,10 +22,16 @@ struct SegmentDoubtTests {
         let others = [(Self.box(21, 79, 445, 180), Self.reading("60"))]
         #expect(SegmentReading.disagreeing(with: Self.reading("01."), at: chosen, among: others) == "60")
         // A part of the value (a fragment region's `14` of 147.3) or a single digit is no disagreement.
-        #expect(SegmentReading.disagreeing(with: Self.reading("147.3"), at: chosen, among: [(chosen, Self.reading("14")), (chosen, Self.reading("7"))]) == nil)
+        #expect(
+            SegmentReading.disagreeing(
+                with: Self.reading("147.3"), at: chosen,
+                among: [(chosen, Self.reading("14")), (chosen, Self.reading("7"))]) == nil)
         // Nor is a region around the whole panel, its "digits" many lines' strokes together (jpeg-4's `88` of 16
         // strokes a digit over 29.8).
-        #expect(SegmentReading.disagreeing(with: Self.reading("29.8"), at: chosen, among: [(Self.box(0, 64, 587, 330), Self.reading("88", strokes: 16))]) == nil)
+        #expect(
+            SegmentReading.disagreeing(
+                with: Self.reading("29.8"), at: chosen,
+                among: [(Self.box(0, 64, 587, 330), Self.reading("88", strokes: 16))]) == nil)
     }
 
     /// A region widened by its height that reads digits before the value's: the value's ink goes on past its region.
@@ -71,9 +79,13 @@ struct SegmentDoubtTests {
     /// A doubted word is held under a template's threshold and says why; the line's confidence follows.
     @Test func aDoubtedWordIsHeldUnderTheThreshold() {
         let word = PPOCRWord(text: "8", confidence: 1, box: Self.box(0, 0, 10, 20))
-        let line = PPOCRLine(text: "8 kg", confidence: 1, box: Self.box(0, 0, 40, 20), words: [word, PPOCRWord(text: "kg", confidence: 1, box: Self.box(20, 0, 20, 20))])
+        let line = PPOCRLine(
+            text: "8 kg", confidence: 1, box: Self.box(0, 0, 40, 20),
+            words: [word, PPOCRWord(text: "kg", confidence: 1, box: Self.box(20, 0, 20, 20))])
         let doubted = SegmentReading.doubting(line) { $0.text == "8" ? "a part of 82" : nil }
-        #expect(doubted.words[0].confidence == SegmentReading.doubtfulConfidence && doubted.words[0].doubt == "a part of 82")
+        #expect(
+            doubted.words[0].confidence == SegmentReading.doubtfulConfidence && doubted.words[0].doubt == "a part of 82"
+        )
         #expect(doubted.words[1].confidence == 1 && doubted.words[1].doubt == nil)
         #expect(doubted.confidence == (1 + SegmentReading.doubtfulConfidence) / 2)
     }

@@ -1,8 +1,9 @@
 import Foundation
+import OCRPolicy
 import OpenCVDNN
 import Testing
-import OCRPolicy
 import TextRecognition
+
 @testable import PPOCR
 @testable import SevenSegment
 
@@ -10,11 +11,14 @@ import TextRecognition
 /// shapes and conditions the training renderer never made) by PP-OCR alone and with the reader.
 @Suite(.serialized) struct SevenSegmentTests {
     /// The folder `compose/compose sevenseg` installs (or MENAGERIE_SEVENSEG).
-    static let folder = ProcessInfo.processInfo.environment["MENAGERIE_SEVENSEG"]
+    static let folder =
+        ProcessInfo.processInfo.environment["MENAGERIE_SEVENSEG"]
         ?? DisplayReadingTests.root.appendingPathComponent("compose/.cache/sevenseg").path
-    static let installed = (FileManager.default.fileExists(atPath: folder + "/" + SevenSegmentModel.manifestName)
-        && DisplayReadingTests.installed) || ProcessInfo.processInfo.environment["CI"] == "true"
-    static let missing: Comment = "skipped: PP-OCR or the seven-segment reader is not installed (compose/compose ppocr, compose/compose sevenseg; set CI=true to require them)"
+    static let installed =
+        (FileManager.default.fileExists(atPath: folder + "/" + SevenSegmentModel.manifestName)
+            && DisplayReadingTests.installed) || ProcessInfo.processInfo.environment["CI"] == "true"
+    static let missing: Comment =
+        "skipped: PP-OCR or the seven-segment reader is not installed (compose/compose ppocr, compose/compose sevenseg; set CI=true to require them)"
 
     /// Segments a–g of a `w` × `h` digit at x as rectangles, stroke t, a gap of 2 between segments.
     static func draw(_ text: String, into pixels: inout [UInt8], width: Int, x: Int, y: Int, w: Int, h: Int, t: Int) {
@@ -61,7 +65,9 @@ import TextRecognition
         let inverted = GreyPixels(width: width, height: height, bytes: bytes.map { 255 - $0 })
         #expect(SegmentCutter.cut(inverted)?.count == 4)
         // A blank picture has nothing to cut.
-        #expect(SegmentCutter.cut(GreyPixels(width: width, height: height, bytes: [UInt8](repeating: 128, count: width * height))) == nil)
+        #expect(
+            SegmentCutter.cut(
+                GreyPixels(width: width, height: height, bytes: [UInt8](repeating: 128, count: width * height))) == nil)
     }
 
     /// A decimal point in the columns of the digit before it (set close, or leaning on it in a perspective:
@@ -71,7 +77,9 @@ import TextRecognition
         var bytes = [UInt8](repeating: 230, count: width * height)
         Self.draw("48", into: &bytes, width: width, x: 14, y: 12, w: 30, h: 56, t: 7)
         // Left of the 4's right segment, on the baseline, two columns from it.
-        for y in (12 + 56 - 7)..<(12 + 56) { for x in (14 + 30 - 7 - 8)..<(14 + 30 - 7 - 2) { bytes[y * width + x] = 20 } }
+        for y in (12 + 56 - 7)..<(12 + 56) {
+            for x in (14 + 30 - 7 - 8)..<(14 + 30 - 7 - 2) { bytes[y * width + x] = 20 }
+        }
         let cells = try #require(SegmentCutter.cut(GreyPixels(width: width, height: height, bytes: bytes)))
         let pattern = cells.map { cell -> String in
             switch cell {
@@ -83,8 +91,11 @@ import TextRecognition
     }
 
     static func photos() throws -> [(name: String, condition: String, values: [String])] {
-        let lines = try String(contentsOf: DisplayReadingTests.root.appendingPathComponent("Tests/SevenSegmentPhotos/truth.tsv"), encoding: .utf8)
-            .split(separator: "\n").dropFirst()
+        let lines = try String(
+            contentsOf: DisplayReadingTests.root.appendingPathComponent("Tests/SevenSegmentPhotos/truth.tsv"),
+            encoding: .utf8
+        )
+        .split(separator: "\n").dropFirst()
         return lines.map { line in
             let fields = line.split(separator: "\t").map(String.init)
             return (fields[0], fields[1], Array(fields[4...]))
@@ -104,7 +115,8 @@ import TextRecognition
         var conditions: [String] = []
         var sorted: [String: [Int]] = [:], silentlyWrong: [String] = []
         for photo in try Self.photos() {
-            let data = try Data(contentsOf: DisplayReadingTests.root.appendingPathComponent("Tests/SevenSegmentPhotos/\(photo.name)"))
+            let data = try Data(
+                contentsOf: DisplayReadingTests.root.appendingPathComponent("Tests/SevenSegmentPhotos/\(photo.name)"))
             let image = try ImageDecoder().decode(data).pages[0]
             let pixels = RGBPixels(width: image.width, height: image.height, bytes: try image.rgbBytes())
             let plainWords = try plain.read(pixels).flatMap(\.words).map(\.text)
@@ -118,7 +130,9 @@ import TextRecognition
                 row.reader += found(readerWords) ? 1 : 0
                 row.total += 1
                 // The reader never costs a value PP-OCR read right.
-                #expect(!found(plainWords) || found(readerWords), "\(photo.name): \(value) lost with the reader (\(readerWords))")
+                #expect(
+                    !found(plainWords) || found(readerWords),
+                    "\(photo.name): \(value) lost with the reader (\(readerWords))")
             }
             for word in read where word.text.contains(where: \.isNumber) {
                 let isRight = photo.values.contains { Self.isValue(word.text, $0) }
@@ -126,16 +140,26 @@ import TextRecognition
                 sorted[photo.condition, default: [0, 0, 0, 0]][isRight ? (flagged ? 1 : 0) : (flagged ? 2 : 3)] += 1
                 if !isRight, !flagged { silentlyWrong.append("\(photo.name): \(word.text) at \(word.confidence)") }
             }
-            print("\(photo.name) \(photo.values): PP-OCR \(plainWords), with the reader \(read.map { "\($0.text) \(String(format: "%.2f", $0.confidence))\($0.doubt.map { " (\($0))" } ?? "")" })")
+            print(
+                "\(photo.name) \(photo.values): PP-OCR \(plainWords), with the reader \(read.map { "\($0.text) \(String(format: "%.2f", $0.confidence))\($0.doubt.map { " (\($0))" } ?? "")" })"
+            )
             right[photo.condition] = row
         }
         let all = right.values.reduce((0, 0, 0)) { ($0.0 + $1.plain, $0.1 + $1.reader, $0.2 + $1.total) }
         print("| reader | " + conditions.joined(separator: " | ") + " | all |")
-        print("| PP-OCR alone | " + conditions.map { "\(right[$0]!.plain)/\(right[$0]!.total)" }.joined(separator: " | ") + " | \(all.0)/\(all.2) |")
-        print("| with the seven-segment reader | " + conditions.map { "\(right[$0]!.reader)/\(right[$0]!.total)" }.joined(separator: " | ") + " | \(all.1)/\(all.2) |")
+        print(
+            "| PP-OCR alone | " + conditions.map { "\(right[$0]!.plain)/\(right[$0]!.total)" }.joined(separator: " | ")
+                + " | \(all.0)/\(all.2) |")
+        print(
+            "| with the seven-segment reader | "
+                + conditions.map { "\(right[$0]!.reader)/\(right[$0]!.total)" }.joined(separator: " | ")
+                + " | \(all.1)/\(all.2) |")
         print("| numbers read | right | right, flagged | wrong, flagged | wrong, not flagged |")
         for condition in conditions + ["all"] {
-            let counts = condition == "all" ? (0..<4).map { column in sorted.values.map { $0[column] }.reduce(0, +) } : sorted[condition] ?? [0, 0, 0, 0]
+            let counts =
+                condition == "all"
+                ? (0..<4).map { column in sorted.values.map { $0[column] }.reduce(0, +) }
+                : sorted[condition] ?? [0, 0, 0, 0]
             print("| \(condition) | " + counts.map(String.init).joined(separator: " | ") + " |")
         }
         // The issue's goal is 90 % of seven-segment values right; the reader does not reach it yet (README, "Seven

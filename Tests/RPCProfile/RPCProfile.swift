@@ -32,19 +32,24 @@ struct RPCProfile {
         case "server":
             let server = TCPServer(port: 0)
             if let tlsDirectory {
-                server.serveTLS(try .server(
-                    certificateFile: "\(tlsDirectory)/server.pem", keyFile: "\(tlsDirectory)/server.key", caFile: "\(tlsDirectory)/ca.pem"))
+                server.serveTLS(
+                    try .server(
+                        certificateFile: "\(tlsDirectory)/server.pem", keyFile: "\(tlsDirectory)/server.key",
+                        caFile: "\(tlsDirectory)/ca.pem"))
             }
             try RPCServer(name: "profile", services: [EchoService()]).serve(over: server)
             FileHandle.standardOutput.write(Data("\(server.address)\n".utf8))
             while true { sleep(3600) }
         case "client" where arguments.count == 5:
-            guard let calls = Int(arguments[2]), let callers = Int(arguments[3]), let size = Int(arguments[4]), callers > 0 else {
+            guard let calls = Int(arguments[2]), let callers = Int(arguments[3]), let size = Int(arguments[4]),
+                callers > 0
+            else {
                 fatalError("client HOST:PORT CALLS CALLERS SIZE")
             }
             let tls = try tlsDirectory.map { directory in
                 try TLSCredentials.client(
-                    certificateFile: "\(directory)/client.pem", keyFile: "\(directory)/client.key", caFile: "\(directory)/ca.pem")
+                    certificateFile: "\(directory)/client.pem", keyFile: "\(directory)/client.key",
+                    caFile: "\(directory)/ca.pem")
             }
             let client = RPCClient(transports: [try TCPClientTransport(endpoint: arguments[1], tls: tls)])
             let request = RpcV1.EchoRequest(payload: [UInt8](repeating: 0xAB, count: size))
@@ -52,7 +57,9 @@ struct RPCProfile {
             nonisolated(unsafe) var failure: (any Error)?
             Task.detached {
                 defer { done.signal() }
-                do { try await call(client, request, calls: calls, callers: callers, size: size) } catch { failure = error }
+                do { try await call(client, request, calls: calls, callers: callers, size: size) } catch {
+                    failure = error
+                }
             }
             done.wait()
             if let failure { throw failure }
@@ -61,18 +68,20 @@ struct RPCProfile {
         }
     }
 
-    static func call(_ client: RPCClient, _ request: RpcV1.EchoRequest, calls: Int, callers: Int, size: Int) async throws {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for caller in 0..<callers {
-                    let share = calls / callers + (caller < calls % callers ? 1 : 0)
-                    group.addTask {
-                        for _ in 0..<share {
-                            let response = try await client.unary(RpcV1.Echo.echo, request)
-                            precondition(response.payload.count == size)
-                        }
+    static func call(_ client: RPCClient, _ request: RpcV1.EchoRequest, calls: Int, callers: Int, size: Int)
+        async throws
+    {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for caller in 0..<callers {
+                let share = calls / callers + (caller < calls % callers ? 1 : 0)
+                group.addTask {
+                    for _ in 0..<share {
+                        let response = try await client.unary(RpcV1.Echo.echo, request)
+                        precondition(response.payload.count == size)
                     }
                 }
-                try await group.waitForAll()
             }
+            try await group.waitForAll()
+        }
     }
 }

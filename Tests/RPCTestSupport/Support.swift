@@ -37,7 +37,9 @@ public struct FaultyService: RPCService {
                 if request.delayMs > 0 { try await Task.sleep(for: .milliseconds(Int(request.delayMs))) }
                 try await writer.send(RpcV1.EchoResponse(payload: request.payload, index: index))
             }
-            if request.failWithCode != 0 { throw RPCError(StatusCode(rawValue: request.failWithCode), "failed after streaming") }
+            if request.failWithCode != 0 {
+                throw RPCError(StatusCode(rawValue: request.failWithCode), "failed after streaming")
+            }
         }
     }
 }
@@ -48,7 +50,10 @@ public final class Harness: @unchecked Sendable {
     public let tcp: TCPServer?
     public let client: RPCClient
 
-    public init(_ kind: TransportKind, services: [any RPCService] = [EchoService()], limits: TCPServer.Limits = TCPServer.Limits()) throws {
+    public init(
+        _ kind: TransportKind, services: [any RPCService] = [EchoService()],
+        limits: TCPServer.Limits = TCPServer.Limits()
+    ) throws {
         rpc = RPCServer(name: "test", services: services)
         switch kind {
         case .inProcess:
@@ -63,7 +68,8 @@ public final class Harness: @unchecked Sendable {
 
     /// Runs `body` against a new harness and stops it however `body` ends.
     public static func with(
-        _ kind: TransportKind, services: [any RPCService] = [EchoService()], limits: TCPServer.Limits = TCPServer.Limits(),
+        _ kind: TransportKind, services: [any RPCService] = [EchoService()],
+        limits: TCPServer.Limits = TCPServer.Limits(),
         _ body: (Harness) async throws -> Void
     ) async throws {
         let harness = try Harness(kind, services: services, limits: limits)
@@ -84,7 +90,9 @@ public final class Harness: @unchecked Sendable {
 
 /// Expects `body` to throw an `RPCError` with `code`; returns it.
 @discardableResult
-public func expectStatus(_ code: StatusCode, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async -> RPCError? {
+public func expectStatus(
+    _ code: StatusCode, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void
+) async -> RPCError? {
     do {
         try await body()
         Issue.record("expected \(code.name), got success", sourceLocation: sourceLocation)
@@ -109,9 +117,12 @@ public func waitUntil(_ condition: () -> Bool) async throws {
 extension RawSocket {
     /// An Echo request frame, as a bare client that neither enforces deadlines nor cancels sends it.
     public static func echoFrame(_ request: RpcV1.EchoRequest, id: UInt64, timeoutMicros: UInt64? = nil) -> [UInt8] {
-        FrameCodec.encode(RpcV1.Frame(
-            callID: id, kind: .request, method: RpcV1.Echo.echo.path, timeoutMicros: timeoutMicros, hasPayload: true,
-            payload: request.serializedBytes()).serializedBytes())
+        FrameCodec.encode(
+            RpcV1.Frame(
+                callID: id, kind: .request, method: RpcV1.Echo.echo.path, timeoutMicros: timeoutMicros,
+                hasPayload: true,
+                payload: request.serializedBytes()
+            ).serializedBytes())
     }
 
     /// Sends an Echo request frame (see `echoFrame`).

@@ -36,7 +36,8 @@ public final class HTTPEchoClient: @unchecked Sendable {
         }
         defer { idle.withLock { $0.append(index) } }
         let body = Array(request.jsonString().utf8)
-        let head = "POST /menagerie.rpc.v1.Echo/Echo HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+        let head =
+            "POST /menagerie.rpc.v1.Echo/Echo HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
             + "Content-Length: \(body.count)\r\n\r\n"
         let bytes = Array(head.utf8) + body
         var connection = connections.withLock { $0[index] }
@@ -69,7 +70,8 @@ final class HTTPEchoConnection: ConnectionReader, @unchecked Sendable {
     private let connection: TCPConnection
     /// Bytes of responses not yet complete; loop thread only.
     private var buffer: [UInt8] = []
-    private let state = Lock<(waiting: FIFO<UnsafeContinuation<(Int, [UInt8]), any Error>>, closed: String?)>((FIFO(), nil))
+    private let state = Lock<(waiting: FIFO<UnsafeContinuation<(Int, [UInt8]), any Error>>, closed: String?)>(
+        (FIFO(), nil))
 
     init(address: SocketAddress, loop: EventLoop) async throws {
         connection = loop.submit { TCPConnection(loop: loop) }
@@ -80,7 +82,9 @@ final class HTTPEchoConnection: ConnectionReader, @unchecked Sendable {
                 defer { state.waiting = FIFO() }
                 return state.waiting
             }
-            while let caller = waiting.popFirst() { caller.resume(throwing: RPCError(.unavailable, "HTTP connection closed: \(reason)")) }
+            while let caller = waiting.popFirst() {
+                caller.resume(throwing: RPCError(.unavailable, "HTTP connection closed: \(reason)"))
+            }
         }
         loop.submit { [connection] in connection.reader = self }
         try await TCPConnection.connect(connection, to: address)
@@ -91,7 +95,9 @@ final class HTTPEchoConnection: ConnectionReader, @unchecked Sendable {
             let closed = state.withLock { state -> String? in
                 if let reason = state.closed { return reason }
                 state.waiting.append(continuation)
-                connection.send(bytesOfSize: request.count, sealing: false) { buffer in request.withUnsafeBytes { buffer.copyMemory(from: $0) } }
+                connection.send(bytesOfSize: request.count, sealing: false) { buffer in
+                    request.withUnsafeBytes { buffer.copyMemory(from: $0) }
+                }
                 return nil
             }
             if let closed { continuation.resume(throwing: RPCError(.unavailable, "HTTP connection closed: \(closed)")) }
@@ -124,12 +130,16 @@ final class HTTPEchoConnection: ConnectionReader, @unchecked Sendable {
     /// which is what the server sends a unary call), else nil.
     static func completeResponse(in bytes: [UInt8]) -> (Int, Range<Int>)? {
         let terminator: [UInt8] = [13, 10, 13, 10]
-        guard bytes.count >= 4, let headEnd = (0...(bytes.count - 4)).first(where: { bytes[$0..<$0 + 4].elementsEqual(terminator) }) else {
+        guard bytes.count >= 4,
+            let headEnd = (0...(bytes.count - 4)).first(where: { bytes[$0..<$0 + 4].elementsEqual(terminator) })
+        else {
             return nil
         }
         let head = String(decoding: bytes[..<headEnd], as: UTF8.self)
         let lines = head.split(separator: "\r\n")
-        guard let statusLine = lines.first, let status = statusLine.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else {
+        guard let statusLine = lines.first,
+            let status = statusLine.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+        else {
             return nil
         }
         var length = 0

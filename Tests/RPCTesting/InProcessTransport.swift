@@ -35,7 +35,9 @@ public final class InProcessTransport: ClientTransport {
         let watchdog = head.deadline.map { deadline in
             Task {
                 try await Task.sleep(until: deadline, clock: .continuous)
-                call.end(message: nil, error: RPCError(.deadlineExceeded, "deadline exceeded waiting for \(head.method)"), local: true)
+                call.end(
+                    message: nil, error: RPCError(.deadlineExceeded, "deadline exceeded waiting for \(head.method)"),
+                    local: true)
             }
         }
         call.started(task, watchdog: watchdog)
@@ -56,7 +58,8 @@ private final class InProcessCall: ClientCall {
     private let responseWindow = SendWindow()
     private let responses: MessageInbox
     /// The server's task and the deadline's, once started, and whether the call is over.
-    private let tasks = Mutex<(call: Task<Void, Never>?, watchdog: Task<Void, any Error>?, over: Bool, local: Bool)>((nil, nil, false, false))
+    private let tasks = Mutex<(call: Task<Void, Never>?, watchdog: Task<Void, any Error>?, over: Bool, local: Bool)>(
+        (nil, nil, false, false))
 
     init(_ incoming: IncomingCall) {
         self.incoming = incoming
@@ -110,13 +113,15 @@ private final class InProcessCall: ClientCall {
     /// unread responses and cancels the handler.
     @discardableResult
     func end(message: [UInt8]?, error: RPCError?, local: Bool) -> Bool {
-        guard let (call, watchdog) = tasks.withLock({ tasks -> (Task<Void, Never>?, Task<Void, any Error>?)? in
-            guard !tasks.over else { return nil }
-            tasks.over = true
-            tasks.local = local
-            defer { (tasks.call, tasks.watchdog) = (nil, nil) }
-            return (tasks.call, tasks.watchdog)
-        }) else { return false }
+        guard
+            let (call, watchdog) = tasks.withLock({ tasks -> (Task<Void, Never>?, Task<Void, any Error>?)? in
+                guard !tasks.over else { return nil }
+                tasks.over = true
+                tasks.local = local
+                defer { (tasks.call, tasks.watchdog) = (nil, nil) }
+                return (tasks.call, tasks.watchdog)
+            })
+        else { return false }
         if let message { responses.receive(message: message) }
         responses.finish(error: error, discarding: local)
         let over = error ?? RPCError(.cancelled, "call to \(method) is over")

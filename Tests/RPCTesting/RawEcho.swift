@@ -1,7 +1,7 @@
 import Foundation
 import RPC
-import Transport
 import Synchronization
+import Transport
 
 /// The floor the RPC path is measured against: the same event loop library and framing, but no
 /// envelope, no protobuf, no worker hop. The server echoes each frame back from the loop thread.
@@ -51,7 +51,9 @@ public final class RawEchoClient: @unchecked Sendable {
                 defer { state.waiting = FIFO() }
                 return state.waiting
             }
-            while let caller = waiting.popFirst() { caller.resume(throwing: RPCError(.unavailable, "echo connection closed: \(reason)")) }
+            while let caller = waiting.popFirst() {
+                caller.resume(throwing: RPCError(.unavailable, "echo connection closed: \(reason)"))
+            }
         }
         try await TCPConnection.connect(connection, to: address)
     }

@@ -38,7 +38,9 @@ import Testing
         let server = RPCServer(name: "guarded", services: [service], guard: Guard())
         let client = RPCClient(transports: [InProcessTransport(server: server)], retry: .init(maxAttempts: 1))
         defer { client.close() }
-        await #expect(throws: RPCError(.unauthenticated, "no")) { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest()) }
+        await #expect(throws: RPCError(.unauthenticated, "no")) {
+            try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest())
+        }
         #expect(service.ran.count.withLock { $0 } == 0)
         let answer = try await client.unary(
             RpcV1.Echo.echo, RpcV1.EchoRequest(), options: CallOptions(metadata: ["authorization": "Bearer ok"]))
@@ -48,11 +50,13 @@ import Testing
         #expect(health.status == .serving)
         // A client's default metadata goes with every call, and a call's own wins.
         let withDefault = RPCClient(
-            transports: [InProcessTransport(server: server)], retry: .init(maxAttempts: 1), defaultMetadata: ["authorization": "Bearer ok"])
+            transports: [InProcessTransport(server: server)], retry: .init(maxAttempts: 1),
+            defaultMetadata: ["authorization": "Bearer ok"])
         defer { withDefault.close() }
         #expect(try await withDefault.unary(RpcV1.Echo.echo, RpcV1.EchoRequest()).payload == Array("ada".utf8))
         await #expect(throws: RPCError.self) {
-            try await withDefault.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(), options: CallOptions(metadata: ["authorization": "Bearer no"]))
+            try await withDefault.unary(
+                RpcV1.Echo.echo, RpcV1.EchoRequest(), options: CallOptions(metadata: ["authorization": "Bearer no"]))
         }
     }
 
@@ -63,10 +67,13 @@ import Testing
     @Test func credentialsGoOnlyWithCallsThatNeedThem() async throws {
         let server = RPCServer(name: "guarded", services: [WhoAmI()], guard: Guard())
         let client = RPCClient(
-            transports: [InProcessTransport(server: server)], retry: .init(maxAttempts: 1), credentials: ["authorization": "Bearer ok"])
+            transports: [InProcessTransport(server: server)], retry: .init(maxAttempts: 1),
+            credentials: ["authorization": "Bearer ok"])
         defer { client.close() }
         #expect(RpcV1.Echo.echo.access == .public)
-        await #expect(throws: RPCError(.unauthenticated, "no")) { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest()) }
+        await #expect(throws: RPCError(.unauthenticated, "no")) {
+            try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest())
+        }
         // The same method as a user-level one is called with them.
         let asUsers = ProtoMethod<RpcV1.EchoRequest, RpcV1.EchoResponse>(
             path: RpcV1.Echo.echo.path, serverStreaming: false, idempotent: false, access: .user)

@@ -80,7 +80,8 @@ import WorkLane
     @Test func aBusyDatabaseIsUnavailableAndOtherStorageErrorsAreInternalWithoutDetails() async {
         let busy = await status(of: StorageError(.busy, code: 5, message: "database is locked"))
         #expect(busy == RPCError(.unavailable, "database is locked"))
-        let corrupt = await status(of: StorageError(.corrupt, code: 11, message: "disk image is malformed", sql: "SELECT secret"))
+        let corrupt = await status(
+            of: StorageError(.corrupt, code: 11, message: "disk image is malformed", sql: "SELECT secret"))
         #expect(corrupt?.code == .internalError)
         #expect(corrupt?.message.contains("SELECT") == false)
         #expect(corrupt?.message.contains("malformed") == false)

@@ -22,7 +22,10 @@ import Testing
         // The sender sends what its credit allows: 256 KiB messages as a 200 KiB chunk and a 56 KiB one.
         func send(_ bytes: [UInt8], continues: Bool) throws -> Bool {
             let cost = FlowControl.cost(bytes.count)
-            available += grants.total.withLock { total in defer { total = 0 }; return total }
+            available += grants.total.withLock { total in
+                defer { total = 0 }
+                return total
+            }
             guard cost <= available else { return false }
             try inbox.receive(chunk: bytes, continues: continues)
             available -= cost

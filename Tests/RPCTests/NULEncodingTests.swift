@@ -25,7 +25,9 @@ import Testing
 
     struct Names: RPCService {
         func register(in router: inout RPCRouter) {
-            router.unary(NULEncodingTests.name) { request, _ in RpcV1.ServiceInfo(name: String(decoding: request.payload, as: UTF8.self)) }
+            router.unary(NULEncodingTests.name) { request, _ in
+                RpcV1.ServiceInfo(name: String(decoding: request.payload, as: UTF8.self))
+            }
             router.unary(NULEncodingTests.take) { request, _ in RpcV1.EchoResponse(payload: Array(request.name.utf8)) }
             router.serverStreaming(NULEncodingTests.spell) { request, writer, _ in
                 try await writer.send(RpcV1.EchoResponse(payload: Array(request.name.utf8)))
@@ -47,7 +49,8 @@ import Testing
     @Test(arguments: TransportKind.allCases)
     func anAnswerHoldingANULFailsTheCallInsteadOfAnsweringItCut(kind: TransportKind) async throws {
         try await Harness.with(kind, services: [Names()]) { harness in
-            #expect(try await harness.client.unary(Self.name, RpcV1.EchoRequest(payload: Array("ab".utf8))).name == "ab")
+            #expect(
+                try await harness.client.unary(Self.name, RpcV1.EchoRequest(payload: Array("ab".utf8))).name == "ab")
             await #expect(throws: RPCError.self) {
                 let reply = try await harness.client.unary(Self.name, RpcV1.EchoRequest(payload: Array("a\u{0}b".utf8)))
                 Issue.record("answered \(reply.name.debugDescription)")
@@ -76,7 +79,9 @@ import Testing
     func aServerStreamingRequestHoldingANULIsRefusedBeforeItIsSent(kind: TransportKind) async throws {
         try await Harness.with(kind, services: [Names()]) { harness in
             var spelt: [[UInt8]] = []
-            for try await reply in harness.client.serverStreaming(Self.spell, RpcV1.ServiceInfo(name: "ab")) { spelt.append(reply.payload) }
+            for try await reply in harness.client.serverStreaming(Self.spell, RpcV1.ServiceInfo(name: "ab")) {
+                spelt.append(reply.payload)
+            }
             #expect(spelt == [Array("ab".utf8)])
             await expectStatus(.invalidArgument) {
                 for try await reply in harness.client.serverStreaming(Self.spell, RpcV1.ServiceInfo(name: "le\u{0}v")) {

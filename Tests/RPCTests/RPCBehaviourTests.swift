@@ -41,7 +41,9 @@ import Transport
     func serverStreamingDeliversEveryMessageInOrder(kind: TransportKind) async throws {
         try await Harness.with(kind) { harness in
             var indices: [UInt32] = []
-            for try await reply in harness.client.serverStreaming(RpcV1.Echo.stream, RpcV1.EchoRequest(payload: [1], count: 50)) {
+            for try await reply in harness.client.serverStreaming(
+                RpcV1.Echo.stream, RpcV1.EchoRequest(payload: [1], count: 50))
+            {
                 indices.append(reply.index)
             }
             #expect(indices == Array(0..<50))
@@ -53,7 +55,9 @@ import Transport
         try await Harness.with(kind, services: [FaultyService()]) { harness in
             var received = 0
             await expectStatus(.aborted) {
-                for try await _ in harness.client.serverStreaming(RpcV1.Echo.stream, RpcV1.EchoRequest(count: 3, failWithCode: StatusCode.aborted.rawValue)) {
+                for try await _ in harness.client.serverStreaming(
+                    RpcV1.Echo.stream, RpcV1.EchoRequest(count: 3, failWithCode: StatusCode.aborted.rawValue))
+                {
                     received += 1
                 }
             }
@@ -65,7 +69,8 @@ import Transport
     func handlerErrorsKeepTheirCode(kind: TransportKind) async throws {
         try await Harness.with(kind, services: [FaultyService()]) { harness in
             let error = await expectStatus(.notFound) {
-                _ = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(failWithCode: StatusCode.notFound.rawValue))
+                _ = try await harness.client.unary(
+                    RpcV1.Echo.echo, RpcV1.EchoRequest(failWithCode: StatusCode.notFound.rawValue))
             }
             #expect(error?.message == "asked to fail")
         }
@@ -87,7 +92,8 @@ import Transport
     func unknownMethodIsUnimplemented(kind: TransportKind) async throws {
         try await Harness.with(kind) { harness in
             await expectStatus(.unimplemented) {
-                _ = try await harness.client.transports[0].unary(CallHead(method: "/menagerie.nope.v1.Nope/Missing"), request: [])
+                _ = try await harness.client.transports[0].unary(
+                    CallHead(method: "/menagerie.nope.v1.Nope/Missing"), request: [])
             }
         }
     }
@@ -96,7 +102,8 @@ import Transport
     func requestThatDoesNotDecodeIsInvalidArgument(kind: TransportKind) async throws {
         try await Harness.with(kind) { harness in
             await expectStatus(.invalidArgument) {
-                _ = try await harness.client.transports[0].unary(CallHead(method: RpcV1.Echo.echo.path), request: [0xFF, 0xFF, 0xFF])
+                _ = try await harness.client.transports[0].unary(
+                    CallHead(method: RpcV1.Echo.echo.path), request: [0xFF, 0xFF, 0xFF])
             }
         }
     }
@@ -107,7 +114,8 @@ import Transport
             let started = ContinuousClock.now
             await expectStatus(.deadlineExceeded) {
                 _ = try await harness.client.unary(
-                    RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array("slow".utf8)), options: CallOptions(timeout: .milliseconds(200)))
+                    RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array("slow".utf8)),
+                    options: CallOptions(timeout: .milliseconds(200)))
             }
             // Well before the handler's 30 s (both stretched by `TestTime`).
             #expect(ContinuousClock.now - started < TestTime.scaled(.seconds(10)))
@@ -121,7 +129,8 @@ import Transport
             let calls = (0..<300).map { index in
                 let delay = Duration.microseconds(Int64(generator.next() % 3000))
                 let call = Task {
-                    try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [UInt8(index % 256)], delayMs: UInt32(index % 3)))
+                    try await harness.client.unary(
+                        RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [UInt8(index % 256)], delayMs: UInt32(index % 3)))
                 }
                 // Some are cancelled before they start, some while queued or running, some after.
                 let canceller = Task {
@@ -142,7 +151,9 @@ import Transport
             #expect(try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [1])).payload == [1])
             if let tcp = harness.tcp {
                 let giveUp = ContinuousClock.now + TestTime.scaled(.seconds(5))
-                while tcp.figures().callsInFlight > 0, ContinuousClock.now < giveUp { try await Task.sleep(for: .milliseconds(10)) }
+                while tcp.figures().callsInFlight > 0, ContinuousClock.now < giveUp {
+                    try await Task.sleep(for: .milliseconds(10))
+                }
                 #expect(tcp.figures().callsInFlight == 0)
             }
         }
@@ -168,15 +179,23 @@ import Transport
             #expect(health.serverName == "test")
             #expect(health.pid == Int64(ProcessInfo.processInfo.processIdentifier))
             await expectStatus(.notFound) {
-                _ = try await harness.client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest(service: "menagerie.nope.v1.Nope"))
+                _ = try await harness.client.unary(
+                    RpcV1.Health.check, RpcV1.HealthCheckRequest(service: "menagerie.nope.v1.Nope"))
             }
-            let serviceHealth = try await harness.client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest(service: "menagerie.rpc.v1.Echo"))
+            let serviceHealth = try await harness.client.unary(
+                RpcV1.Health.check, RpcV1.HealthCheckRequest(service: "menagerie.rpc.v1.Echo"))
             #expect(serviceHealth.status == .serving)
 
             let services = try await harness.client.unary(RpcV1.Reflection.listServices, RpcV1.ListServicesRequest())
-            #expect(services.services.map(\.name) == ["menagerie.rpc.v1.Echo", "menagerie.rpc.v1.Health", "menagerie.rpc.v1.Reflection", "menagerie.rpc.v1.Stats"])
+            #expect(
+                services.services.map(\.name) == [
+                    "menagerie.rpc.v1.Echo", "menagerie.rpc.v1.Health", "menagerie.rpc.v1.Reflection",
+                    "menagerie.rpc.v1.Stats",
+                ])
             let echo = try #require(services.services.first { $0.name == "menagerie.rpc.v1.Echo" })
-            #expect(echo.methods.map(\.path) == ["Chat", "Collect", "Echo", "Stream"].map { "/menagerie.rpc.v1.Echo/\($0)" })
+            #expect(
+                echo.methods.map(\.path)
+                    == ["Chat", "Collect", "Echo", "Stream"].map { "/menagerie.rpc.v1.Echo/\($0)" })
             #expect(echo.methods.map(\.clientStreaming) == [true, true, false, false])
             #expect(echo.methods.map(\.serverStreaming) == [true, false, false, true])
             #expect(echo.methods.map(\.idempotent) == [false, false, true, false])

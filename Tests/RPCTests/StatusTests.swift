@@ -1,4 +1,5 @@
 import Testing
+
 @testable import RPC
 
 @Suite struct StatusTests {

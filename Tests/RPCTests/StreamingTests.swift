@@ -117,7 +117,10 @@ import Transport
             let runs = try await harness.client.bidirectionalStreaming(RpcV1.Echo.chat) { writer in
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for fill in 1...4 {
-                        group.addTask { try await writer.send(RpcV1.EchoRequest(payload: Array(repeating: UInt8(fill), count: size))) }
+                        group.addTask {
+                            try await writer.send(
+                                RpcV1.EchoRequest(payload: Array(repeating: UInt8(fill), count: size)))
+                        }
                     }
                     try await group.waitForAll()
                 }
@@ -184,7 +187,8 @@ import Transport
             // deadline, so a connection held by the stuck stream fails here instead of hanging the test).
             let options = CallOptions(timeout: TestTime.scaled(.seconds(5)))
             for index in 0..<20 {
-                let answer = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [UInt8(index)]), options: options)
+                let answer = try await harness.client.unary(
+                    RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [UInt8(index)]), options: options)
                 #expect(answer.payload == [UInt8(index)])
             }
             _ = try await harness.client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest(), options: options)
@@ -207,7 +211,8 @@ import Transport
             let started = ContinuousClock.now
             var received = 0
             for try await _ in harness.client.serverStreaming(
-                RpcV1.Echo.stream, RpcV1.EchoRequest(payload: Array(repeating: 2, count: 64 << 10), count: 200)) {
+                RpcV1.Echo.stream, RpcV1.EchoRequest(payload: Array(repeating: 2, count: 64 << 10), count: 200))
+            {
                 received += 1
             }
             for _ in 0..<50 { _ = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [3])) }
@@ -233,7 +238,9 @@ import Transport
         try await Harness.with(kind) { harness in
             let serverStream = Task {
                 var count = 0
-                for try await _ in harness.client.serverStreaming(RpcV1.Echo.stream, RpcV1.EchoRequest(count: 1000, delayMs: 10)) {
+                for try await _ in harness.client.serverStreaming(
+                    RpcV1.Echo.stream, RpcV1.EchoRequest(count: 1000, delayMs: 10))
+                {
                     count += 1
                 }
                 return count
@@ -282,7 +289,8 @@ import Transport
             let counts = Counts()
             async let serverStream = expectStatus(.deadlineExceeded) {
                 for try await _ in harness.client.serverStreaming(
-                    RpcV1.Echo.stream, RpcV1.EchoRequest(count: 1000, delayMs: 10), options: options) {
+                    RpcV1.Echo.stream, RpcV1.EchoRequest(count: 1000, delayMs: 10), options: options)
+                {
                     counts.streamed.add(1, ordering: .relaxed)
                 }
             }
@@ -340,7 +348,9 @@ struct ConcurrentSenders: RPCService {
         router.bidirectionalStreaming(RpcV1.Echo.chat) { requests, writer, _ in
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for try await request in requests {
-                    for _ in 0..<4 { group.addTask { try await writer.send(RpcV1.EchoResponse(payload: request.payload)) } }
+                    for _ in 0..<4 {
+                        group.addTask { try await writer.send(RpcV1.EchoResponse(payload: request.payload)) }
+                    }
                 }
                 try await group.waitForAll()
             }
@@ -362,7 +372,10 @@ struct ConcurrentSenders: RPCService {
             if chunks.count == 2 { window.grant(1 << 20) }
         }
         let rest = (300 << 10) - FlowControl.cost(FlowControl.maxChunk) - FlowControl.messageOverhead
-        #expect(chunks.map(\.count) == [FlowControl.maxChunk, rest, FlowControl.maxChunk, (600 << 10) - 2 * FlowControl.maxChunk - rest])
+        #expect(
+            chunks.map(\.count) == [
+                FlowControl.maxChunk, rest, FlowControl.maxChunk, (600 << 10) - 2 * FlowControl.maxChunk - rest,
+            ])
         #expect(chunks.map(\.continues) == [true, true, true, false])
         #expect(joined == message)
     }

@@ -1,26 +1,35 @@
 import Foundation
-import Testing
-@testable import Schema
 import RPCWire
 import TestSupport
+import Testing
+
+@testable import Schema
 
 /// The envelope's hand-written codec against protobuf-c's, which stays the reference: the same bytes out for every
 /// frame, and for any input (valid, cut, or with bytes changed at random) the same verdict and the same frame.
 @Suite struct FrameEnvelopeTests {
     /// A frame with each field set or left at its default, chosen by `generator`.
     static func randomFrame(_ generator: inout some RandomNumberGenerator) -> RpcV1.Frame {
-        func maybe<T>(_ value: @autoclosure () -> T, _ fallback: T) -> T { Bool.random(using: &generator) ? value() : fallback }
+        func maybe<T>(_ value: @autoclosure () -> T, _ fallback: T) -> T {
+            Bool.random(using: &generator) ? value() : fallback
+        }
         let widths: [UInt64] = [0, 1, 127, 128, 16_383, 16_384, UInt64(UInt32.max), .max]
         var frame = RpcV1.Frame()
         frame.callID = maybe(widths.randomElement(using: &generator)! &- UInt64.random(in: 0...1, using: &generator), 0)
         frame.kind = maybe(RpcV1.FrameKind(rawValue: Int32.random(in: -2...9, using: &generator)), .unspecified)
-        frame.method = maybe("/menagerie.zoo.v1.Zoo/Search" + String(repeating: "é", count: Int.random(in: 0...80, using: &generator)), "")
+        frame.method = maybe(
+            "/menagerie.zoo.v1.Zoo/Search" + String(repeating: "é", count: Int.random(in: 0...80, using: &generator)),
+            "")
         frame.timeoutMicros = maybe(widths.randomElement(using: &generator)!, nil)
         frame.metadata = (0..<Int.random(in: 0...3, using: &generator)).map { index in
-            RpcV1.MetadataEntry(key: maybe("key-\(index)", ""), value: maybe(String(repeating: "v", count: index * 70), ""))
+            RpcV1.MetadataEntry(
+                key: maybe("key-\(index)", ""), value: maybe(String(repeating: "v", count: index * 70), ""))
         }
         frame.hasPayload = maybe(true, false)
-        frame.payload = maybe((0..<[1, 127, 128, 300, 70_000].randomElement(using: &generator)!).map { UInt8(truncatingIfNeeded: $0 &* 31) }, [])
+        frame.payload = maybe(
+            (0..<[1, 127, 128, 300, 70_000].randomElement(using: &generator)!).map {
+                UInt8(truncatingIfNeeded: $0 &* 31)
+            }, [])
         frame.statusCode = maybe(UInt32.random(in: 0...UInt32.max, using: &generator), 0)
         frame.statusMessage = maybe("no animal with id 42 — žádné", "")
         frame.clientStream = maybe(true, false)
@@ -39,7 +48,9 @@ import TestSupport
             return (reference, try bytes.withUnsafeBytes { try FrameEnvelope.decode($0) }, "")
         } catch {
             let reason = (error as? FrameEnvelope.DecodeError)?.reason ?? "\(error)"
-            let boolUnderAnotherWireType = ["field 6 ", "field 10 ", "field 11 "].contains { reason.hasPrefix($0 + "has wire type") }
+            let boolUnderAnotherWireType = ["field 6 ", "field 10 ", "field 11 "].contains {
+                reason.hasPrefix($0 + "has wire type")
+            }
             return (boolUnderAnotherWireType ? nil : reference, nil, reason)
         }
     }
@@ -59,7 +70,9 @@ import TestSupport
 
     @Test(arguments: MalformedInputTests.malformedFrames)
     func refusesWhatProtobufCRefuses(_ description: String, _ bytes: [UInt8]) {
-        #expect(throws: FrameEnvelope.DecodeError.self, "\(description)") { try bytes.withUnsafeBytes { try FrameEnvelope.decode($0) } }
+        #expect(throws: FrameEnvelope.DecodeError.self, "\(description)") {
+            try bytes.withUnsafeBytes { try FrameEnvelope.decode($0) }
+        }
     }
 
     /// Every prefix of a frame, and frames with one to four bytes replaced at random: whatever protobuf-c makes of
@@ -70,7 +83,9 @@ import TestSupport
         func compare(_ bytes: [UInt8]) {
             let (reference, hand, refusal) = Self.bothDecodings(bytes)
             if reference != hand, disagreements.count < 5 {
-                disagreements.append("\(bytes): protobuf-c \(reference.map { "\($0)" } ?? "refused"), hand \(hand.map { "\($0)" } ?? "refused: \(refusal)")")
+                disagreements.append(
+                    "\(bytes): protobuf-c \(reference.map { "\($0)" } ?? "refused"), hand \(hand.map { "\($0)" } ?? "refused: \(refusal)")"
+                )
             }
         }
         let full = RoundTripTests.fullFrame.serializedBytes()

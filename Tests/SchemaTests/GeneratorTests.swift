@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import SchemaGenerator
 
 /// schema-gen's naming rules, and its errors for proto features the bridge does not support.
@@ -23,35 +24,47 @@ import Testing
         #expect(Naming.enumCaseName("OTHER", enumName: "Level") == "other")
         #expect(Naming.escaped("default") == "`default`")
         #expect(Naming.escaped("kind") == "kind")
-        #expect(Naming.protobufCDescriptor(ofMessage: "menagerie.rpc.v1.HealthCheckRequest")
-            == "menagerie__rpc__v1__health_check_request__descriptor")
-        #expect(Naming.protobufCDescriptor(ofMessage: "menagerie.fixtures.v1.Envelope.Inner")
-            == "menagerie__fixtures__v1__envelope__inner__descriptor")
+        #expect(
+            Naming.protobufCDescriptor(ofMessage: "menagerie.rpc.v1.HealthCheckRequest")
+                == "menagerie__rpc__v1__health_check_request__descriptor")
+        #expect(
+            Naming.protobufCDescriptor(ofMessage: "menagerie.fixtures.v1.Envelope.Inner")
+                == "menagerie__fixtures__v1__envelope__inner__descriptor")
         #expect(SchemaGenerator.swiftFileName(for: "menagerie/rpc/v1/rpc.proto") == "menagerie_rpc_v1_rpc.pb.swift")
     }
 
     @Test func malformedDescriptorSetsAreRejected() {
-        #expect(throws: GeneratorError.self) { try SchemaGenerator.generate(descriptorSet: [0x0A, 0x05, 0x01], layout: Self.layout) }
-        #expect(throws: GeneratorError.self) { try SchemaGenerator.generate(descriptorSet: [0x0F], layout: Self.layout) }
+        #expect(throws: GeneratorError.self) {
+            try SchemaGenerator.generate(descriptorSet: [0x0A, 0x05, 0x01], layout: Self.layout)
+        }
+        #expect(throws: GeneratorError.self) {
+            try SchemaGenerator.generate(descriptorSet: [0x0F], layout: Self.layout)
+        }
     }
 
     /// Places the scratch `test.proto` (and `other.proto`, for the tests of imports between modules).
     static let layout = ModuleLayout(entries: [
-        .init(protoFile: "test.proto", swiftModule: "TestAPI", swiftDirectory: "T/API", cModule: "TestProtoC", cDirectory: "T/ProtoC"),
-        .init(protoFile: "other.proto", swiftModule: "OtherAPI", swiftDirectory: "O/API", cModule: "OtherProtoC", cDirectory: "O/ProtoC"),
+        .init(
+            protoFile: "test.proto", swiftModule: "TestAPI", swiftDirectory: "T/API", cModule: "TestProtoC",
+            cDirectory: "T/ProtoC"),
+        .init(
+            protoFile: "other.proto", swiftModule: "OtherAPI", swiftDirectory: "O/API", cModule: "OtherProtoC",
+            cDirectory: "O/ProtoC"),
     ])
 
     @Test func modulesConfIsParsed() throws {
-        let layout = try ModuleLayout(parsing: """
-            # comment
-            a/x.proto  XAPI  S/X/API  XProtoC  S/X/ProtoC   # trailing comment
-            a/r.proto  RWire S/RW     RWireC   S/RWC        RPC  S/RPC/Generated
+        let layout = try ModuleLayout(
+            parsing: """
+                # comment
+                a/x.proto  XAPI  S/X/API  XProtoC  S/X/ProtoC   # trailing comment
+                a/r.proto  RWire S/RW     RWireC   S/RWC        RPC  S/RPC/Generated
 
-            """)
+                """)
         #expect(layout.entries.count == 2)
         #expect(try layout.entry(for: "a/x.proto").serviceModule == "XAPI")
         #expect(try layout.entry(for: "a/r.proto").serviceDirectory == "S/RPC/Generated")
-        #expect(try layout.entry(for: "a/x.proto").cPath(ofProtocCOutput: "a/x.pb-c.h") == "S/X/ProtoC/include/a/x.pb-c.h")
+        #expect(
+            try layout.entry(for: "a/x.proto").cPath(ofProtocCOutput: "a/x.pb-c.h") == "S/X/ProtoC/include/a/x.pb-c.h")
         #expect(try layout.entry(for: "a/x.proto").cPath(ofProtocCOutput: "a/x.pb-c.c") == "S/X/ProtoC/a/x.pb-c.c")
         #expect(throws: GeneratorError.self) { try ModuleLayout(parsing: "a/x.proto XAPI dir") }
         #expect(throws: GeneratorError.self) { try ModuleLayout(parsing: "a/x.proto A B C D\na/x.proto A B C D") }
@@ -66,10 +79,12 @@ import Testing
             "syntax = \"proto3\"; package m.t.v1; import \"other.proto\"; message M { m.o.v1.O other = 1; }",
             other: "syntax = \"proto3\"; package m.o.v1; message O { int32 a = 1; }")
         let paths = Set(output.files.map(\.path))
-        #expect(paths.isSuperset(of: [
-            "T/API/test.pb.swift", "O/API/other.pb.swift", "T/ProtoC/TestProtoC_registry.c", "T/ProtoC/include/TestProtoC_registry.h",
-            "O/ProtoC/OtherProtoC_registry.c",
-        ]))
+        #expect(
+            paths.isSuperset(of: [
+                "T/API/test.pb.swift", "O/API/other.pb.swift", "T/ProtoC/TestProtoC_registry.c",
+                "T/ProtoC/include/TestProtoC_registry.h",
+                "O/ProtoC/OtherProtoC_registry.c",
+            ]))
         let test = try #require(output.files.first { $0.path == "T/API/test.pb.swift" }).contents
         #expect(test.contains("import OtherAPI\n"))
         #expect(test.contains("internal import TestProtoC\n"))
@@ -79,7 +94,9 @@ import Testing
         #expect(!registry.contains("m__t__v1"))
         let unplaced = ModuleLayout(entries: [Self.layout.entries[0]])
         #expect(throws: GeneratorError.self) {
-            try generate("syntax = \"proto3\"; package m.t.v1; import \"other.proto\";", other: "syntax = \"proto3\"; package m.o.v1;", layout: unplaced)
+            try generate(
+                "syntax = \"proto3\"; package m.t.v1; import \"other.proto\";",
+                other: "syntax = \"proto3\"; package m.o.v1;", layout: unplaced)
         }
     }
 
@@ -89,15 +106,19 @@ import Testing
     static let isPublic = "{ option (menagerie.rpc.v1.access) = ACCESS_PUBLIC; }"
 
     /// Runs protoc on one `.proto` source and the generator on the result.
-    func generate(_ source: String, other: String? = nil, layout: ModuleLayout = Self.layout) throws -> SchemaGenerator.Output {
+    func generate(_ source: String, other: String? = nil, layout: ModuleLayout = Self.layout) throws
+        -> SchemaGenerator.Output
+    {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("schema-gen-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
         try Data(source.utf8).write(to: scratch.appendingPathComponent("test.proto"))
         if let other { try Data(other.utf8).write(to: scratch.appendingPathComponent("other.proto")) }
         try Tool.protoc!.run(
-            ["-I", scratch.path, "-I", Package.protoDirectory.path, "--descriptor_set_out=\(scratch.path)/set.desc",
-             "--include_imports", "--include_source_info", "test.proto"])
+            [
+                "-I", scratch.path, "-I", Package.protoDirectory.path, "--descriptor_set_out=\(scratch.path)/set.desc",
+                "--include_imports", "--include_source_info", "test.proto",
+            ])
         return try SchemaGenerator.generate(
             descriptorSet: [UInt8](Data(contentsOf: scratch.appendingPathComponent("set.desc"))), layout: layout)
     }
@@ -108,7 +129,10 @@ import Testing
         ("syntax = \"proto3\"; package p.v1; message M { oneof choice { int32 a = 1; string b = 2; } }", "oneof"),
         ("syntax = \"proto3\"; package p.v1; message M { map<string, int32> counts = 1; }", "map fields"),
         ("syntax = \"proto3\"; package p.v1; enum E { option allow_alias = true; E_A = 0; E_B = 0; }", "enum aliases"),
-        ("syntax = \"proto3\"; package p.v1; message M {} service S { rpc Register(M) returns (M); }", "register is taken"),
+        (
+            "syntax = \"proto3\"; package p.v1; message M {} service S { rpc Register(M) returns (M); }",
+            "register is taken"
+        ),
         ("syntax = \"proto3\"; package p.v1; message String {}", "reserved"),
         ("syntax = \"proto3\"; package p.v1; message M {} service S { rpc Name(M) returns (M); }", "name is taken"),
         ("syntax = \"proto3\"; package p.v1; enum E { E_UNRECOGNIZED = 0; }", "reserved"),
@@ -122,7 +146,8 @@ import Testing
 
     @Test(.enabled(if: Tool.protoc != nil, "needs protoc to build descriptor sets"))
     func everyCallKindIsDescribed() throws {
-        let output = try generate("""
+        let output = try generate(
+            """
             syntax = "proto3";
             package p.v1;
             \(Self.options)
@@ -143,7 +168,8 @@ import Testing
 
     @Test(.enabled(if: Tool.protoc != nil, "needs protoc to build descriptor sets"))
     func protocCInputTurnsOptionalIntoPlainOneofs() throws {
-        let output = try generate("""
+        let output = try generate(
+            """
             syntax = "proto3";
             package p.v1;
             message M { optional int32 a = 1; message N { optional string b = 1; } }
@@ -163,7 +189,8 @@ import Testing
     /// streaming are checked as text here: no committed proto uses them yet, so nothing else compiles them.
     @Test(.enabled(if: Tool.protoc != nil, "needs protoc to build descriptor sets"))
     func serviceAPIHasEveryCallKind() throws {
-        let output = try generate("""
+        let output = try generate(
+            """
             syntax = "proto3";
             package m.p.v1;
             \(Self.options)
@@ -227,7 +254,8 @@ import Testing
     /// descriptor.proto nor the options (so its C is what it was without them), and keeps the other imports.
     @Test(.enabled(if: Tool.protoc != nil, "needs protoc to build descriptor sets"))
     func methodOptionsAreCarriedAndLeftOutOfProtocCInput() throws {
-        let output = try generate("""
+        let output = try generate(
+            """
             syntax = "proto3";
             package p.v1;
             import "other.proto";
@@ -244,9 +272,15 @@ import Testing
             }
             """, other: "syntax = \"proto3\"; package m.o.v1; message O {}")
         let swift = try #require(output.files.first { $0.path == "T/API/test.pb.swift" }).contents
-        #expect(swift.contains("path: \"/p.v1.S/Read\", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)"))
+        #expect(
+            swift.contains(
+                "path: \"/p.v1.S/Read\", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)"
+            ))
         #expect(swift.contains("path: \"/p.v1.S/Mine\", serverStreaming: false, idempotent: false, access: .user)"))
-        #expect(swift.contains("path: \"/p.v1.S/Import\", clientStreaming: true, serverStreaming: false, idempotent: false, access: .admin)"))
+        #expect(
+            swift.contains(
+                "path: \"/p.v1.S/Import\", clientStreaming: true, serverStreaming: false, idempotent: false, access: .admin)"
+            ))
         // Nothing is generated for the options file, and no module is imported for it.
         #expect(!output.files.contains { $0.path.contains("options") })
         #expect(!swift.contains("import RPCWire"))
@@ -265,33 +299,42 @@ import Testing
     @Test(.enabled(if: Tool.protoc != nil, "needs protoc to build descriptor sets"))
     func anRPCWithoutAnAccessLevelIsRefused() throws {
         let missing = #expect(throws: GeneratorError.self) {
-            try generate("""
+            try generate(
+                """
                 syntax = "proto3"; package p.v1; \(Self.options) message M {}
                 service S { rpc Fine(M) returns (M) \(Self.isPublic) rpc Forgotten(M) returns (M); }
                 """)
         }
-        #expect(missing?.description.contains("p.v1.S.Forgotten: no access level") == true, "\(String(describing: missing))")
+        #expect(
+            missing?.description.contains("p.v1.S.Forgotten: no access level") == true, "\(String(describing: missing))"
+        )
         let unspecified = #expect(throws: GeneratorError.self) {
-            try generate("""
+            try generate(
+                """
                 syntax = "proto3"; package p.v1; \(Self.options) message M {}
                 service S { rpc Open(M) returns (M) { option (menagerie.rpc.v1.access) = ACCESS_UNSPECIFIED; } }
                 """)
         }
-        #expect(unspecified?.description.contains("p.v1.S.Open: access level 0") == true, "\(String(describing: unspecified))")
+        #expect(
+            unspecified?.description.contains("p.v1.S.Open: access level 0") == true,
+            "\(String(describing: unspecified))")
         let unknownOption = #expect(throws: GeneratorError.self) {
-            try generate("""
+            try generate(
+                """
                 syntax = "proto3"; package p.v1; import "google/protobuf/descriptor.proto";
                 extend google.protobuf.MethodOptions { string http_path = 50199; }
                 """)
         }
-        #expect(unknownOption?.description.contains("http_path = 50199") == true, "\(String(describing: unknownOption))")
+        #expect(
+            unknownOption?.description.contains("http_path = 50199") == true, "\(String(describing: unknownOption))")
     }
 
     /// A method's REST routes (`http_get`) reach its descriptor in declaration order; a route that is no path, has a
     /// `{field}` before its last segment, or is bound to two methods fails the generation.
     @Test(.enabled(if: Tool.protoc != nil, "needs protoc to build descriptor sets"))
     func httpGetRoutesAreCarriedAndCheckedLikeOtherOptions() throws {
-        let output = try generate("""
+        let output = try generate(
+            """
             syntax = "proto3"; package p.v1; \(Self.options) message M {}
             service S {
               rpc One(M) returns (M) {
@@ -311,7 +354,8 @@ import Testing
             ("/api//x", "is not a route"), ("/api/{}", "is not a route"),
         ] {
             let error = #expect(throws: GeneratorError.self) {
-                try generate("""
+                try generate(
+                    """
                     syntax = "proto3"; package p.v1; \(Self.options) message M {}
                     service S { rpc One(M) returns (M) {
                       option (menagerie.rpc.v1.access) = ACCESS_PUBLIC; option (menagerie.rpc.v1.http_get) = "\(route)"; } }
@@ -320,7 +364,8 @@ import Testing
             #expect(error?.description.contains(complaint) == true, "\(route): \(String(describing: error))")
         }
         let twice = #expect(throws: GeneratorError.self) {
-            try generate("""
+            try generate(
+                """
                 syntax = "proto3"; package p.v1; \(Self.options) message M {}
                 service S {
                   rpc One(M) returns (M) { option (menagerie.rpc.v1.access) = ACCESS_PUBLIC; option (menagerie.rpc.v1.http_get) = "/x"; }
@@ -328,6 +373,8 @@ import Testing
                 }
                 """)
         }
-        #expect(twice?.description.contains("p.v1.S.Two: http_get \"/x\" is bound to another method too") == true, "\(String(describing: twice))")
+        #expect(
+            twice?.description.contains("p.v1.S.Two: http_get \"/x\" is bound to another method too") == true,
+            "\(String(describing: twice))")
     }
 }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import SchemaGenerator
 
 /// What schema-gen writes for the JSON mapping: json_name from the descriptor, a field table and
@@ -27,12 +28,25 @@ struct JSONEmitterTests {
 
     @Test func fieldTablesUseTheDescriptorsJSONName() throws {
         let text = try swiftFile()
-        #expect(text.contains(#"ProtoJSONField(number: 1, protoName: "box_px", jsonName: "boxPx", kind: .int64, cardinality: .singular),"#))
-        #expect(text.contains(#"ProtoJSONField(number: 2, protoName: "custom", jsonName: "renamed", kind: .string, cardinality: .singular),"#))
-        #expect(text.contains(#"ProtoJSONField(number: 3, protoName: "inner", jsonName: "inner", kind: .message, cardinality: .optional),"#))
-        #expect(text.contains(#"ProtoJSONField(number: 4, protoName: "tops", jsonName: "tops", kind: .`enum`, cardinality: .repeated),"#))
+        #expect(
+            text.contains(
+                #"ProtoJSONField(number: 1, protoName: "box_px", jsonName: "boxPx", kind: .int64, cardinality: .singular),"#
+            ))
+        #expect(
+            text.contains(
+                #"ProtoJSONField(number: 2, protoName: "custom", jsonName: "renamed", kind: .string, cardinality: .singular),"#
+            ))
+        #expect(
+            text.contains(
+                #"ProtoJSONField(number: 3, protoName: "inner", jsonName: "inner", kind: .message, cardinality: .optional),"#
+            ))
+        #expect(
+            text.contains(
+                #"ProtoJSONField(number: 4, protoName: "tops", jsonName: "tops", kind: .`enum`, cardinality: .repeated),"#
+            ))
         #expect(text.contains(#"protoName: "data_2x", jsonName: "data2x""#))
-        #expect(text.contains("json.repeated(3, self.tops)") && text.contains("try json.optional(2, into: &self.inner)"))
+        #expect(
+            text.contains("json.repeated(3, self.tops)") && text.contains("try json.optional(2, into: &self.inner)"))
     }
 
     @Test func everyMessageAndEnumGetsItsMappingAndTheFileItsList() throws {
@@ -40,17 +54,21 @@ struct JSONEmitterTests {
         for type in ["V1.Outer", "V1.Outer.Inner", "V1.Empty"] {
             #expect(text.contains("extension \(type): ProtoJSONMessage {"), "\(type)")
         }
-        for type in ["V1.Top", "V1.Outer.Inner.Mood"] { #expect(text.contains("extension \(type): ProtoJSONEnum {"), "\(type)") }
+        for type in ["V1.Top", "V1.Outer.Inner.Mood"] {
+            #expect(text.contains("extension \(type): ProtoJSONEnum {"), "\(type)")
+        }
         #expect(text.contains(#"("MOOD_HAPPY", 1),"#))
-        #expect(text.contains("""
-                public static let testProtoFile = ProtoFileMessages(
-                    path: "test.proto",
-                    messages: [
-                        V1.Outer.self,
-                        V1.Outer.Inner.self,
-                        V1.Empty.self,
-                    ])
-            """))
+        #expect(
+            text.contains(
+                """
+                    public static let testProtoFile = ProtoFileMessages(
+                        path: "test.proto",
+                        messages: [
+                            V1.Outer.self,
+                            V1.Outer.Inner.self,
+                            V1.Empty.self,
+                        ])
+                """))
         #expect(try swiftFile() == text)  // deterministic
     }
 

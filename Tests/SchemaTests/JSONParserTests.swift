@@ -13,11 +13,19 @@ import Testing
     }
 
     @Test func parsesEveryKindOfValue() throws {
-        let value = try JSONValue(parsing: #" { "a" : [1, -2.5e3, true, false, null, "x\u00e9\ud83d\ude00"], "b": {} } "#)
-        #expect(value == .object([
-            JSONMember("a", .array([.number(1), .number(JSONNumber(literal: "-2.5e3")!), .bool(true), .bool(false), .null, .string("xé😀")])),
-            JSONMember("b", .object([])),
-        ]))
+        let value = try JSONValue(
+            parsing: #" { "a" : [1, -2.5e3, true, false, null, "x\u00e9\ud83d\ude00"], "b": {} } "#)
+        #expect(
+            value
+                == .object([
+                    JSONMember(
+                        "a",
+                        .array([
+                            .number(1), .number(JSONNumber(literal: "-2.5e3")!), .bool(true), .bool(false), .null,
+                            .string("xé😀"),
+                        ])),
+                    JSONMember("b", .object([])),
+                ]))
         #expect(try JSONValue(parsing: "0") == .number(0))
         #expect(try JSONValue(parsing: #""\"\\\/\b\f\n\r\t""#) == .string("\"\\/\u{8}\u{c}\n\r\t"))
     }
@@ -41,7 +49,8 @@ import Testing
 
     @Test func rejectsInvalidUTF8() {
         #expect(throws: JSONParseError.self) { try JSONParser.parse([0x22, 0xC3, 0x28, 0x22]) }
-        #expect(throws: JSONParseError.self) { try JSONParser.parse([0x22, 0xED, 0xA0, 0x80, 0x22]) }  // encoded surrogate
+        // encoded surrogate
+        #expect(throws: JSONParseError.self) { try JSONParser.parse([0x22, 0xED, 0xA0, 0x80, 0x22]) }
     }
 
     @Test func boundsDepthAndSize() throws {
@@ -65,7 +74,9 @@ import Testing
     }
 
     @Test func prettyAndCompactLayouts() {
-        let value = JSONValue.object([JSONMember("a", .array([.number(1), .null])), JSONMember("b", .object([])), JSONMember("c", .array([]))])
+        let value = JSONValue.object([
+            JSONMember("a", .array([.number(1), .null])), JSONMember("b", .object([])), JSONMember("c", .array([])),
+        ])
         #expect(value.serialized() == #"{"a":[1,null],"b":{},"c":[]}"#)
         #expect(value.serialized(.pretty) == "{\n  \"a\": [\n    1,\n    null\n  ],\n  \"b\": {},\n  \"c\": []\n}")
     }
@@ -75,8 +86,10 @@ import Testing
         #expect(big.serialized() == "12345678901234567890123")
         #expect(try JSONValue(parsing: "1.0").isSemanticallyEqual(to: .number(1)))
         #expect(try JSONValue(parsing: "1.0") != .number(1))
-        #expect(try JSONValue(parsing: #"{"a":1,"b":2}"#).isSemanticallyEqual(to: JSONValue(parsing: #"{"b":2,"a":1}"#)))
+        #expect(
+            try JSONValue(parsing: #"{"a":1,"b":2}"#).isSemanticallyEqual(to: JSONValue(parsing: #"{"b":2,"a":1}"#)))
         #expect(JSONNumber(Double.nan) == nil && JSONNumber(Double.infinity) == nil)
-        #expect(JSONNumber(literal: "1e5") != nil && JSONNumber(literal: "1e+") == nil && JSONNumber(literal: "00") == nil)
+        #expect(
+            JSONNumber(literal: "1e5") != nil && JSONNumber(literal: "1e+") == nil && JSONNumber(literal: "00") == nil)
     }
 }

@@ -1,9 +1,10 @@
+import FixturesAPI
 import Foundation
+import RPCWire
 import TestSupport
 import Testing
+
 @testable import Schema
-import FixturesAPI
-import RPCWire
 
 /// Bytes that are not a valid message throw `SchemaError`; nothing crashes or leaks.
 @Suite struct MalformedInputTests {
@@ -36,7 +37,8 @@ import RPCWire
             RpcV1.Frame(callID: 42), RpcV1.Frame(kind: .request), RpcV1.Frame(method: RoundTripTests.fullFrame.method),
             RpcV1.Frame(timeoutMicros: RoundTripTests.fullFrame.timeoutMicros),
         ] + RoundTripTests.fullFrame.metadata.map({ RpcV1.Frame(metadata: [$0]) }) + [
-            RpcV1.Frame(hasPayload: true), RpcV1.Frame(payload: RoundTripTests.fullFrame.payload), RpcV1.Frame(statusCode: 5),
+            RpcV1.Frame(hasPayload: true), RpcV1.Frame(payload: RoundTripTests.fullFrame.payload),
+            RpcV1.Frame(statusCode: 5),
             RpcV1.Frame(statusMessage: RoundTripTests.fullFrame.statusMessage),
         ] {
             boundaries.insert(boundaries.max()! + field.serializedBytes().count)
@@ -49,7 +51,9 @@ import RPCWire
             if boundaries.contains(length) {
                 #expect(throws: Never.self) { try RpcV1.Frame(serializedBytes: prefix) }
             } else {
-                #expect(throws: SchemaError.self, "prefix of \(length) bytes") { try RpcV1.Frame(serializedBytes: prefix) }
+                #expect(throws: SchemaError.self, "prefix of \(length) bytes") {
+                    try RpcV1.Frame(serializedBytes: prefix)
+                }
             }
         }
     }
@@ -65,7 +69,9 @@ import RPCWire
         var random = SeededGenerator(seed: 0x5EED)
         var decoded = 0
         for _ in 0..<3000 {
-            let bytes = (0..<Int.random(in: 0...64, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            let bytes = (0..<Int.random(in: 0...64, using: &random)).map { _ in
+                UInt8.random(in: 0...255, using: &random)
+            }
             if checkDecodeIsStable(RpcV1.Frame.self, bytes) { decoded += 1 }
             _ = checkDecodeIsStable(FixturesV1.Envelope.self, bytes)
             _ = checkDecodeIsStable(FixturesV1.Repeateds.self, bytes)
@@ -114,7 +120,9 @@ import RPCWire
 
     @Test(
         .enabled(if: FileManager.default.fileExists(atPath: "/proc/self/statm"), "needs Linux /proc to measure memory"),
-        .disabled(if: underAddressSanitizer, "resident size is meaningless under AddressSanitizer; LeakSanitizer checks instead"))
+        .disabled(
+            if: underAddressSanitizer,
+            "resident size is meaningless under AddressSanitizer; LeakSanitizer checks instead"))
     func failedAndSuccessfulDecodesLeakNothing() throws {
         let valid = RoundTripTests.fullFrame.serializedBytes()
         // Fails only at the very end, after protobuf-c has allocated every field of the frame.

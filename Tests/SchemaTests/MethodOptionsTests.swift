@@ -14,7 +14,10 @@ import ZooAPI
 @Suite struct MethodOptionsTests {
     /// The methods of `methods` that are not at `level`, by name.
     static func names(_ methods: [ProtoMethodInfo], notAt level: MethodAccess) -> [String: MethodAccess] {
-        Dictionary(uniqueKeysWithValues: methods.filter { $0.access != level }.map { (String($0.path.split(separator: "/").last!), $0.access) })
+        Dictionary(
+            uniqueKeysWithValues: methods.filter { $0.access != level }.map {
+                (String($0.path.split(separator: "/").last!), $0.access)
+            })
     }
 
     @Test func theAccessLevelsAreTheServicesPermissionTables() {
@@ -25,17 +28,21 @@ import ZooAPI
         // Samples are their user's; signing up is the admin's (issue 38), unless a replica opens it (--open-signup).
         #expect(Self.names(HealthV1.Health.methods, notAt: .user) == ["CreateUser": .admin])
         // Apps' models serve everyone; which model an app gets, models and the catalogue are the admin's (issue 41).
-        #expect(Self.names(ClassificationV1.Classification.methods, notAt: .user) == [
-            "Classify": .public, "Detect": .public, "ListModels": .public, "GetModel": .public, "SearchCatalogue": .public,
-            "GetCatalogueEntry": .public, "ImportModel": .admin, "SetActiveModel": .admin, "DeleteModel": .admin,
-            "ImportCatalogue": .admin, "SetDeployment": .admin, "ListDeployments": .public, "DeleteDeployment": .admin,
-        ])
+        #expect(
+            Self.names(ClassificationV1.Classification.methods, notAt: .user) == [
+                "Classify": .public, "Detect": .public, "ListModels": .public, "GetModel": .public,
+                "SearchCatalogue": .public,
+                "GetCatalogueEntry": .public, "ImportModel": .admin, "SetActiveModel": .admin, "DeleteModel": .admin,
+                "ImportCatalogue": .admin, "SetDeployment": .admin, "ListDeployments": .public,
+                "DeleteDeployment": .admin,
+            ])
         // Between replicas only, with the admin token.
         #expect(Self.names(BlobsV1.Blobs.methods, notAt: .admin).isEmpty)
         // A user's jobs are theirs (the zoo opens its own: ZooService.jobsAccess).
         #expect(Self.names(JobsV1.Jobs.methods, notAt: .user).isEmpty)
         // The built-ins never pass the guard, and say so.
-        #expect((RpcV1.Health.methods + RpcV1.Reflection.methods + RpcV1.Stats.methods).allSatisfy { $0.access == .public })
+        #expect(
+            (RpcV1.Health.methods + RpcV1.Reflection.methods + RpcV1.Stats.methods).allSatisfy { $0.access == .public })
     }
 
     @Test func smallRequestMethodsHaveASizeLimitAndUploadsTheServersDefault() {
@@ -53,14 +60,18 @@ import ZooAPI
     /// The zoo app's REST routes are bound in zoo.proto to the methods they answer as (the REST renderer refuses to
     /// start without one of them); no other service has plain HTTP routes.
     @Test func theZooAppsRoutesAreBoundInTheProto() {
-        let bound = Dictionary(uniqueKeysWithValues: ZooV1.Zoo.methods.filter { !$0.httpGet.isEmpty }.map {
-            (String($0.path.split(separator: "/").last!), $0.httpGet)
-        })
-        #expect(bound == [
-            "GetAnimal": ["/api/animals/{id}"], "ListFilterValues": ["/api/classes", "/api/biotops", "/api/foods", "/api/zooHouses"],
-            "GetFootpathGraph": ["/api/map/metadata"],
-        ])
-        let others = OcrV1.OCR.methods + HealthV1.Health.methods + ClassificationV1.Classification.methods + JobsV1.Jobs.methods
+        let bound = Dictionary(
+            uniqueKeysWithValues: ZooV1.Zoo.methods.filter { !$0.httpGet.isEmpty }.map {
+                (String($0.path.split(separator: "/").last!), $0.httpGet)
+            })
+        #expect(
+            bound == [
+                "GetAnimal": ["/api/animals/{id}"],
+                "ListFilterValues": ["/api/classes", "/api/biotops", "/api/foods", "/api/zooHouses"],
+                "GetFootpathGraph": ["/api/map/metadata"],
+            ])
+        let others =
+            OcrV1.OCR.methods + HealthV1.Health.methods + ClassificationV1.Classification.methods + JobsV1.Jobs.methods
             + BlobsV1.Blobs.methods
         #expect(others.allSatisfy { $0.httpGet.isEmpty })
     }

@@ -21,12 +21,17 @@ import Testing
         let bytes = frame.serializedBytes()
         var checksum = 0
         let encode = nanosecondsPerCall(20_000) { checksum &+= frame.serializedBytes().count }
-        let decode = try nanosecondsPerCall(20_000) { checksum &+= try RpcV1.Frame(serializedBytes: bytes).payload.count }
+        let decode = try nanosecondsPerCall(20_000) {
+            checksum &+= try RpcV1.Frame(serializedBytes: bytes).payload.count
+        }
         let small = RpcV1.Frame(callID: 1, kind: .message, hasPayload: true, payload: [1, 2, 3])
         let smallBytes = small.serializedBytes()
         let smallEncode = nanosecondsPerCall(20_000) { checksum &+= small.serializedBytes().count }
-        let smallDecode = try nanosecondsPerCall(20_000) { checksum &+= try RpcV1.Frame(serializedBytes: smallBytes).payload.count }
-        print("""
+        let smallDecode = try nanosecondsPerCall(20_000) {
+            checksum &+= try RpcV1.Frame(serializedBytes: smallBytes).payload.count
+        }
+        print(
+            """
             RpcV1.Frame (\(bytes.count) bytes): encode \(Int(encode)) ns/op, decode \(Int(decode)) ns/op; \
             minimal (\(smallBytes.count) bytes): encode \(Int(smallEncode)) ns/op, decode \(Int(smallDecode)) ns/op
             """)

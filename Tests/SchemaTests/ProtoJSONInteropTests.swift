@@ -16,12 +16,15 @@ import ZooAPI
 /// of every proto (Tests/SchemaTests/protojson_samples.py fills them from the descriptors): Swift decodes
 /// Python's binary and its JSON must parse equal to `MessageToJson`'s under the same options; Swift decodes
 /// Python's JSON and its binary must parse equal in Python. Skips without python3-protobuf unless CI=true.
-@Suite(.enabled(if: PythonProtobuf.python != nil || ProcessInfo.processInfo.environment["CI"] == "true",
-    "skipped: no python3 with python3-protobuf (apt-get install python3-protobuf; CI=true requires it)"))
+@Suite(
+    .enabled(
+        if: PythonProtobuf.python != nil || ProcessInfo.processInfo.environment["CI"] == "true",
+        "skipped: no python3 with python3-protobuf (apt-get install python3-protobuf; CI=true requires it)"))
 struct ProtoJSONInteropTests {
     /// Every generated per-file list; `everyProtoFileIsListed` fails when a new .proto is missing here.
     static let files: [ProtoFileMessages] = [
-        BlobsV1.blobsProtoFile, ClassificationV1.classificationProtoFile, FixturesV1.fixturesProtoFile, GuestbookV1.guestbookProtoFile,
+        BlobsV1.blobsProtoFile, ClassificationV1.classificationProtoFile, FixturesV1.fixturesProtoFile,
+        GuestbookV1.guestbookProtoFile,
         HealthV1.healthProtoFile, JobsV1.jobsProtoFile, JobsV1.testingProtoFile, OcrV1.ocrProtoFile, RpcV1.rpcProtoFile,
         ZooV1.zooProtoFile,
     ]
@@ -55,7 +58,10 @@ struct ProtoJSONInteropTests {
         [
             ("plain", ProtoJSONOptions(), \.json),
             ("emitDefaults", ProtoJSONOptions(emitDefaults: true), \.jsonDefaults),
-            ("emitDefaults+protoNames", ProtoJSONOptions(emitDefaults: true, preserveProtoFieldNames: true), \.jsonProtoNames),
+            (
+                "emitDefaults+protoNames", ProtoJSONOptions(emitDefaults: true, preserveProtoFieldNames: true),
+                \.jsonProtoNames
+            ),
         ]
     }
 
@@ -67,7 +73,8 @@ struct ProtoJSONInteropTests {
 
     @Test func everyProtoFileIsListed() throws {
         // Every proto file with code (the options file, menagerie/rpc/v1/options.proto, has none).
-        #expect(Set(Self.files.map(\.path)) == Set(Package.protoFiles()).subtracting(["menagerie/rpc/v1/options.proto"]))
+        #expect(
+            Set(Self.files.map(\.path)) == Set(Package.protoFiles()).subtracting(["menagerie/rpc/v1/options.proto"]))
         let samples = try Self.loadSamples()
         for file in Self.files {
             #expect(file.messages.map { $0.protoName } == samples.files[file.path], "\(file.path)")
@@ -85,8 +92,10 @@ struct ProtoJSONInteropTests {
             for (name, options, text) in Self.optionSets {
                 let expected = try JSONValue(parsing: sample[keyPath: text])
                 let actual = message.jsonValue(options: options)
-                #expect(actual.isSemanticallyEqual(to: expected),
-                        "\(sample.type) (\(sample.variant), \(name)):\n swift  \(actual.serialized())\n python \(expected.serialized())")
+                #expect(
+                    actual.isSemanticallyEqual(to: expected),
+                    "\(sample.type) (\(sample.variant), \(name)):\n swift  \(actual.serialized())\n python \(expected.serialized())"
+                )
                 // Our own text parses back to the same value.
                 #expect(try JSONValue(parsing: actual.serialized(.pretty)) == actual)
                 compared += 1

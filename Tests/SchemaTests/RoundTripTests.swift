@@ -22,7 +22,9 @@ import Testing
 
     @Test func scalarsAtTheirExtremes() throws {
         #expect(try roundTrip(Self.extremes) == Self.extremes)
-        let small = FixturesV1.Scalars(aDouble: .leastNonzeroMagnitude, aFloat: -.greatestFiniteMagnitude, anInt32: -1, aSint32: .min, anSfixed32: .min, color: .green)
+        let small = FixturesV1.Scalars(
+            aDouble: .leastNonzeroMagnitude, aFloat: -.greatestFiniteMagnitude, anInt32: -1, aSint32: .min,
+            anSfixed32: .min, color: .green)
         #expect(try roundTrip(small) == small)
     }
 
@@ -56,7 +58,8 @@ import Testing
     @Test func repeatedFieldsOfEveryKind() throws {
         let repeateds = FixturesV1.Repeateds(
             doubles: [0, -1.25, .greatestFiniteMagnitude], floats: [1, 2, 3], int32s: [.min, -1, 0, .max],
-            int64s: [.min, .max], uint32s: [0, .max], uint64s: [.max, 1], sint32s: [-1, 1, .min], sint64s: [.min, .max],
+            int64s: [.min, .max], uint32s: [0, .max], uint64s: [.max, 1], sint32s: [-1, 1, .min],
+            sint64s: [.min, .max],
             fixed32s: [7], fixed64s: [8, 9], sfixed32s: [-10], sfixed64s: [-11, 11], bools: [true, false, true],
             strings: ["", "a", "ß", ""], byteStrings: [[], [0], [1, 2, 3]], colors: [.red, .infrared, .unspecified],
             scalars: [Self.extremes, FixturesV1.Scalars(), FixturesV1.Scalars(aString: "second")],
@@ -100,7 +103,8 @@ import Testing
         let frame = RpcV1.Frame(callID: 150, kind: .status, statusMessage: "ok")
         #expect(frame.serializedBytes() == [0x08, 0x96, 0x01, 0x10, 0x03, 0x4A, 0x02, 0x6F, 0x6B])
         // int32 -1 is a ten-byte varint; sint32 -1 zigzags to 1.
-        #expect(FixturesV1.Scalars(anInt32: -1).serializedBytes() == [0x18] + [UInt8](repeating: 0xFF, count: 9) + [0x01])
+        #expect(
+            FixturesV1.Scalars(anInt32: -1).serializedBytes() == [0x18] + [UInt8](repeating: 0xFF, count: 9) + [0x01])
         #expect(FixturesV1.Scalars(aSint32: -1).serializedBytes() == [0x38, 0x01])
         // Field 100000: tag (100000 << 3) as a varint.
         #expect(FixturesV1.Envelope(farAway: 1).serializedBytes() == [0x80, 0xEA, 0x30, 0x01])
@@ -116,9 +120,13 @@ import Testing
         // protobuf-c strings are C strings: "a\0b" used to decode as "a".
         #expect(throws: SchemaError.self) { try FixturesV1.Scalars(serializedBytes: [0x72, 0x03, 0x61, 0x00, 0x62]) }
         // Also in a repeated field and a nested message (MetadataEntry in a Frame).
-        #expect(throws: SchemaError.self) { try RpcV1.Frame(serializedBytes: [0x2A, 0x05, 0x0A, 0x03, 0x6B, 0x00, 0x79]) }
+        #expect(throws: SchemaError.self) {
+            try RpcV1.Frame(serializedBytes: [0x2A, 0x05, 0x0A, 0x03, 0x6B, 0x00, 0x79])
+        }
         // A frame's envelope can be read whole, for the server to answer that call INVALID_ARGUMENT.
-        let frame = try [UInt8]([0x1A, 0x03, 0x61, 0x00, 0x62]).withUnsafeBytes { try RpcV1.Frame(envelopeKeepingNUL: $0) }
+        let frame = try [UInt8]([0x1A, 0x03, 0x61, 0x00, 0x62]).withUnsafeBytes {
+            try RpcV1.Frame(envelopeKeepingNUL: $0)
+        }
         #expect(frame.method == "a\u{0}b")
         // A NUL at the very end, an empty string and ordinary strings are unaffected.
         #expect(throws: SchemaError.self) { try FixturesV1.Scalars(serializedBytes: [0x72, 0x02, 0x61, 0x00]) }
@@ -135,14 +143,19 @@ import Testing
     @Test func services() {
         #expect(RpcV1.Health.name == "menagerie.rpc.v1.Health")
         #expect(RpcV1.Health.check.path == "/menagerie.rpc.v1.Health/Check")
-        #expect(RpcV1.Health.methods == [
-            ProtoMethodInfo(
-                path: "/menagerie.rpc.v1.Health/Check", serverStreaming: false, idempotent: true, sideEffectFree: true,
-                access: .public, maxRequestBytes: 65536, requestType: "menagerie.rpc.v1.HealthCheckRequest", responseType: "menagerie.rpc.v1.HealthCheckResponse"),
-        ])
+        #expect(
+            RpcV1.Health.methods == [
+                ProtoMethodInfo(
+                    path: "/menagerie.rpc.v1.Health/Check", serverStreaming: false, idempotent: true,
+                    sideEffectFree: true,
+                    access: .public, maxRequestBytes: 65536, requestType: "menagerie.rpc.v1.HealthCheckRequest",
+                    responseType: "menagerie.rpc.v1.HealthCheckResponse")
+            ])
         #expect(RpcV1.Echo.echo.idempotent && !RpcV1.Echo.echo.serverStreaming)
         #expect(RpcV1.Echo.stream.serverStreaming && !RpcV1.Echo.stream.idempotent)
-        #expect(RpcV1.Echo.methods.map(\.path) == ["Echo", "Stream", "Collect", "Chat"].map { "/menagerie.rpc.v1.Echo/\($0)" })
+        #expect(
+            RpcV1.Echo.methods.map(\.path)
+                == ["Echo", "Stream", "Collect", "Chat"].map { "/menagerie.rpc.v1.Echo/\($0)" })
         #expect(RpcV1.Echo.methods.map(\.clientStreaming) == [false, false, true, true])
         #expect(RpcV1.Echo.methods.map(\.serverStreaming) == [false, true, false, true])
         #expect(FixturesV1.Fixtures.reflect.idempotent)

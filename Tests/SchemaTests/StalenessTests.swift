@@ -3,22 +3,27 @@ import SchemaGenerator
 import Testing
 
 /// The committed generated files are exactly what Proto/generate.sh would write now.
-@Suite(.enabled(
-    if: Tool.protoc != nil && Tool.protocC != nil,
-    "needs protoc and protoc-c (Debian: protobuf-compiler protobuf-c-compiler) to regenerate"))
+@Suite(
+    .enabled(
+        if: Tool.protoc != nil && Tool.protocC != nil,
+        "needs protoc and protoc-c (Debian: protobuf-compiler protobuf-c-compiler) to regenerate"))
 struct StalenessTests {
     /// Runs the steps of Proto/generate.sh into a scratch directory: package-relative path → contents.
     static func regenerate() throws -> [String: [UInt8]] {
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("schema-staleness-\(UUID().uuidString)")
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "schema-staleness-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
         let protos = Package.protoFiles()
         let descriptorSet = scratch.appendingPathComponent("schema.desc")
         try Tool.protoc!.run(
-            ["-I", Package.protoDirectory.path, "--descriptor_set_out=\(descriptorSet.path)", "--include_imports",
-             "--include_source_info"] + protos)
+            [
+                "-I", Package.protoDirectory.path, "--descriptor_set_out=\(descriptorSet.path)", "--include_imports",
+                "--include_source_info",
+            ] + protos)
         let layout = try Package.moduleLayout()
-        let output = try SchemaGenerator.generate(descriptorSet: [UInt8](Data(contentsOf: descriptorSet)), layout: layout)
+        let output = try SchemaGenerator.generate(
+            descriptorSet: [UInt8](Data(contentsOf: descriptorSet)), layout: layout)
 
         var files: [String: [UInt8]] = [:]
         for file in output.files { files[file.path] = Array(file.contents.utf8) }
@@ -29,7 +34,8 @@ struct StalenessTests {
         try FileManager.default.createDirectory(at: cOutput, withIntermediateDirectories: true)
         // As generate.sh: the files modules.conf places (the options file generates no code).
         try Tool.protocC!.run(
-            ["--descriptor_set_in=\(protocCInput.path)", "--c_out=\(cOutput.path)"] + layout.entries.map(\.protoFile), in: scratch)
+            ["--descriptor_set_in=\(protocCInput.path)", "--c_out=\(cOutput.path)"] + layout.entries.map(\.protoFile),
+            in: scratch)
         for path in try relativeFiles(under: cOutput) {
             // protoc-c names its output after the proto file: menagerie/zoo/v1/zoo.pb-c.h.
             let protoFile = String(path.prefix(upTo: path.range(of: ".pb-c.")!.lowerBound)) + ".proto"
@@ -44,7 +50,8 @@ struct StalenessTests {
         var files: [String] = []
         while let path = enumerator?.nextObject() as? String {
             var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: directory.appendingPathComponent(path).path, isDirectory: &isDirectory),
+            if FileManager.default.fileExists(
+                atPath: directory.appendingPathComponent(path).path, isDirectory: &isDirectory),
                 !isDirectory.boolValue
             {
                 files.append(path)
@@ -64,7 +71,9 @@ struct StalenessTests {
         }
         #expect(committed == Set(generated.keys), "generated files added or removed: run Proto/generate.sh")
         for (path, contents) in generated.sorted(by: { $0.key < $1.key }) {
-            guard let onDisk = try? [UInt8](Data(contentsOf: Package.root.appendingPathComponent(path))) else { continue }
+            guard let onDisk = try? [UInt8](Data(contentsOf: Package.root.appendingPathComponent(path))) else {
+                continue
+            }
             #expect(Self.firstDifference(onDisk, contents) == nil, "\(path) is stale: run Proto/generate.sh")
         }
         #expect(generated.keys.contains("Shared/RPCWire/Generated/menagerie_rpc_v1_rpc.pb.swift"))
@@ -76,7 +85,8 @@ struct StalenessTests {
 
     /// What generate.sh writes (and so may remove) in the output directories; other files there are hand-written.
     static func isGenerated(_ path: String) -> Bool {
-        path.hasSuffix(".pb.swift") || path.hasSuffix(".rpc.swift") || path.hasSuffix(".pb-c.c") || path.hasSuffix(".pb-c.h")
+        path.hasSuffix(".pb.swift") || path.hasSuffix(".rpc.swift") || path.hasSuffix(".pb-c.c")
+            || path.hasSuffix(".pb-c.h")
             || path.hasSuffix("_registry.c") || path.hasSuffix("_registry.h")
     }
 

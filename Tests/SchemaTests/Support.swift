@@ -9,7 +9,9 @@ enum Package {
 
     /// Proto/modules.conf: where each proto file's generated code goes.
     static func moduleLayout() throws -> ModuleLayout {
-        try ModuleLayout(parsing: String(decoding: Data(contentsOf: protoDirectory.appendingPathComponent("modules.conf")), as: UTF8.self))
+        try ModuleLayout(
+            parsing: String(
+                decoding: Data(contentsOf: protoDirectory.appendingPathComponent("modules.conf")), as: UTF8.self))
     }
 
     /// Every `.proto` under Proto/menagerie, as protoc names them (`menagerie/rpc/v1/rpc.proto`), sorted
@@ -35,9 +37,11 @@ struct Tool: Sendable {
 
     init?(named name: String) {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        guard let directory = path.split(separator: ":").first(where: {
-            FileManager.default.isExecutableFile(atPath: "\($0)/\(name)")
-        }) else { return nil }
+        guard
+            let directory = path.split(separator: ":").first(where: {
+                FileManager.default.isExecutableFile(atPath: "\($0)/\(name)")
+            })
+        else { return nil }
         url = URL(fileURLWithPath: "\(directory)/\(name)")
     }
 
@@ -70,7 +74,10 @@ struct Tool: Sendable {
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             let message = (try? String(contentsOf: stderr, encoding: .utf8)) ?? ""
-            throw Failure(description: "\(url.lastPathComponent) \(arguments.joined(separator: " ")) exited with \(process.terminationStatus): \(message)")
+            throw Failure(
+                description:
+                    "\(url.lastPathComponent) \(arguments.joined(separator: " ")) exited with \(process.terminationStatus): \(message)"
+            )
         }
         return try [UInt8](Data(contentsOf: stdout))
     }

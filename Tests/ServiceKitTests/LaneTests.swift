@@ -37,7 +37,8 @@ import WorkLane
         let lane = WorkLane(name: "lane", threads: laneThreads, queueLimit: laneQueue)
         var limits = TCPServer.Limits()
         limits.workers = workers
-        let server = try TCPServer(rpc: RPCServer(name: "lane-test", services: [SlowService(lane: lane)]), port: 0, limits: limits)
+        let server = try TCPServer(
+            rpc: RPCServer(name: "lane-test", services: [SlowService(lane: lane)]), port: 0, limits: limits)
         let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
         do {
             try await body(client, lane)
@@ -68,7 +69,10 @@ import WorkLane
         -> [Task<RpcV1.EchoResponse, any Error>]
     {
         let calls = (0..<count).map { _ in
-            Task { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array(payload.utf8), delayMs: Self.slowCall)) }
+            Task {
+                try await client.unary(
+                    RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array(payload.utf8), delayMs: Self.slowCall))
+            }
         }
         let giveUp = ContinuousClock.now + TestTime.scaled(.seconds(30))
         while !busy(), ContinuousClock.now < giveUp { try await Task.sleep(for: .milliseconds(2)) }
@@ -80,7 +84,9 @@ import WorkLane
     /// within 50 ms.
     @Test func healthIsAnsweredWhileTheLaneIsBusy() async throws {
         try await withServer(workers: 2, laneThreads: 2, laneQueue: 8) { client, lane in
-            let calls = try await startCalls(client, count: 4, payload: "lane") { lane.running == 2 && lane.queued == 2 }
+            let calls = try await startCalls(client, count: 4, payload: "lane") {
+                lane.running == 2 && lane.queued == 2
+            }
             #expect(lane.running == 2)
             let latency = try await healthLatency(client)
             #expect(lane.running == 2)  // still busy: the checks did not wait for the calls
@@ -92,7 +98,9 @@ import WorkLane
     /// A full lane answers RESOURCE_EXHAUSTED at once.
     @Test func aFullLaneRefusesWithResourceExhausted() async throws {
         try await withServer(workers: 2, laneThreads: 1, laneQueue: 1) { client, lane in
-            let calls = try await startCalls(client, count: 2, payload: "lane") { lane.running == 1 && lane.queued == 1 }
+            let calls = try await startCalls(client, count: 2, payload: "lane") {
+                lane.running == 1 && lane.queued == 1
+            }
             let started = ContinuousClock.now
             await #expect {
                 _ = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [], delayMs: 1))

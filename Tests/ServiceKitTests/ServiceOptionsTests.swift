@@ -32,27 +32,34 @@ import Transport
     @Test(arguments: [
         ["--port", "70000"], ["--workers", "0"], ["--workers", "5000"], ["--max-frame-size", "10"],
         ["--max-connections", "0"], ["--idle-timeout", "-1"], ["--frame-timeout", "nan"], ["--shutdown-grace", "0"],
-        ["--log-level", "loud"], ["--database", ""], ["--max-concurrent-calls", "0"], ["--memory-budget", "0"], ["--max-connections-per-peer", "0"],
+        ["--log-level", "loud"], ["--database", ""], ["--max-concurrent-calls", "0"], ["--memory-budget", "0"],
+        ["--max-connections-per-peer", "0"],
     ])
     func badFlagsAreRefused(arguments: [String]) {
         #expect(throws: (any Error).self) { try ServiceOptions.parse(arguments) }
     }
 
     @Test func clusterFlagsNameThisReplicasNodeAmongTheList() throws {
-        let options = try ServiceOptions.parse(["--cluster", "10.0.0.1:9001, 10.0.0.2:9001", "--cluster-bind", "10.0.0.2:9001"])
+        let options = try ServiceOptions.parse([
+            "--cluster", "10.0.0.1:9001, 10.0.0.2:9001", "--cluster-bind", "10.0.0.2:9001",
+        ])
         #expect(options.clusterAddresses == ["10.0.0.1:9001", "10.0.0.2:9001"])
         #expect(try ServiceOptions.parse([]).clusterAddresses == nil)
         // A node keeps its id while the list changes (compose node add and remove).
-        let named = try ServiceOptions.parse(["--cluster", "10.0.0.2:9001,10.0.0.4:9001", "--cluster-bind", "10.0.0.4:9001", "--cluster-id", "4"])
+        let named = try ServiceOptions.parse([
+            "--cluster", "10.0.0.2:9001,10.0.0.4:9001", "--cluster-bind", "10.0.0.4:9001", "--cluster-id", "4",
+        ])
         #expect(named.clusterID == 4)
         // In a container: named by its DNS name, listening on every address.
         let pod = try ServiceOptions.parse([
-            "--cluster", "health-0.health-cluster:8300,health-1.health-cluster:8300", "--cluster-bind", "health-1.health-cluster:8300",
+            "--cluster", "health-0.health-cluster:8300,health-1.health-cluster:8300", "--cluster-bind",
+            "health-1.health-cluster:8300",
             "--cluster-listen", "0.0.0.0:8300",
         ])
         #expect(pod.clusterListen == "0.0.0.0:8300")
         let refused: [[String]] = [
-            ["--cluster", "10.0.0.1:9001", "--cluster-bind", "10.0.0.1:9001", "--cluster-listen", "0.0.0.0"],  // no port
+            // no port
+            ["--cluster", "10.0.0.1:9001", "--cluster-bind", "10.0.0.1:9001", "--cluster-listen", "0.0.0.0"],
             ["--cluster", "10.0.0.1:9001", "--cluster-bind", "10.0.0.1:9001", "--cluster-listen", "0.0.0.0:70000"],
             ["--cluster-listen", "0.0.0.0:9001"],  // without --cluster
             ["--cluster", "10.0.0.1:9001"],  // which node is this one?
@@ -77,7 +84,9 @@ import Transport
         #expect(try ServiceOptions.parse(["--host", "0.0.0.0", "--insecure"]).insecure)
         for host in ["127.0.0.1", "127.0.0.2", "::1", "localhost"] { _ = try ServiceOptions.parse(["--host", host]) }
         // TLS on any address; its three files go together.
-        let tls = try ServiceOptions.parse(["--host", "0.0.0.0", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-ca", "ca.pem"])
+        let tls = try ServiceOptions.parse([
+            "--host", "0.0.0.0", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-ca", "ca.pem",
+        ])
         #expect(tls.tlsCertificate == "c.pem")
         #expect(throws: (any Error).self) { try ServiceOptions.parse(["--tls-cert", "c.pem", "--tls-key", "k.pem"]) }
     }

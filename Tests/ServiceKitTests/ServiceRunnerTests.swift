@@ -4,8 +4,8 @@ import RPC
 import ServiceKit
 import Storage
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// `ServiceRunner.run` in process, for what needs no signal: a failed setup and a failed background
 /// service come back as thrown failures (the executable picks the exit status), and the environment
@@ -62,7 +62,10 @@ import TestSupport
                 throw CancellationError()
             }
         }
-        #expect(seen.withLock { $0 } == [scratch.url.appendingPathComponent("data/test.sqlite").path, "/elsewhere/shared.sqlite"])
+        #expect(
+            seen.withLock { $0 } == [
+                scratch.url.appendingPathComponent("data/test.sqlite").path, "/elsewhere/shared.sqlite",
+            ])
     }
 }
 
@@ -99,7 +102,9 @@ extension ServiceRunnerTests {
         let scratch = try ScratchDirectory()
         let address = "127.0.0.1:\(try RawSocket.freePortBlock(count: 1))"
         await #expect {
-            try await ServiceRunner.run(name: "test", options: try scratch.options(["--cluster", address, "--cluster-bind", address])) {
+            try await ServiceRunner.run(
+                name: "test", options: try scratch.options(["--cluster", address, "--cluster-bind", address])
+            ) {
                 environment in
                 _ = try Database(path: environment.databasePath, migrations: [])
                 return AppServices(rpc: [])
@@ -117,7 +122,8 @@ private final class ScratchDirectory: Sendable {
     init() throws { try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true) }
 
     func options(_ extra: [String] = []) throws -> ServiceOptions {
-        try ServiceOptions.parse(["--port", "0", "--data-dir", url.appendingPathComponent("data").path, "--log-level", "error"] + extra)
+        try ServiceOptions.parse(
+            ["--port", "0", "--data-dir", url.appendingPathComponent("data").path, "--log-level", "error"] + extra)
     }
 
     deinit { try? FileManager.default.removeItem(at: url) }

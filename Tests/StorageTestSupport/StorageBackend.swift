@@ -1,3 +1,5 @@
+import Storage
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -5,7 +7,6 @@
 #elseif canImport(Darwin)
     import Darwin
 #endif
-import Storage
 
 /// The backend the tests' databases run on (`DatabaseFactory.testBackend`, `Database.scratch`): the one reading of
 /// `MENAGERIE_STORAGE_BACKEND`, so that every suite, and every store built on them, agrees on it. compose's test
@@ -49,7 +50,9 @@ extension Database {
     /// `MENAGERIE_STORAGE_BACKEND=dqlite` a database of the test process's dqlite node named after `path`, so that
     /// two opens of one path share one database as two connections to one file do (replicas sharing a file).
     public static func scratch(path: String, migrations: [Migration] = []) throws -> Database {
-        guard try StorageBackend.configured() == .dqlite else { return try Database(path: path, migrations: migrations) }
+        guard try StorageBackend.configured() == .dqlite else {
+            return try Database(path: path, migrations: migrations)
+        }
         var hash: UInt64 = 14_695_981_039_346_656_037  // FNV-1a: a stable name for the path
         for byte in path.utf8 { hash = (hash ^ UInt64(byte)) &* 1_099_511_628_211 }
         return try Database(cluster: try TestCluster.shared.client(database: "scratch-\(hash)"), migrations: migrations)

@@ -23,7 +23,8 @@ final class TestCluster: Sendable {
         }
         do {
             return try DqliteClient(
-                addresses: [node.address], database: database ?? "test-\(UInt64.random(in: .min ... .max))", callTimeout: TestTime.scaled(.seconds(5)), leaderWait: TestTime.scaled(.seconds(10)))
+                addresses: [node.address], database: database ?? "test-\(UInt64.random(in: .min ... .max))",
+                callTimeout: TestTime.scaled(.seconds(5)), leaderWait: TestTime.scaled(.seconds(10)))
         } catch {
             throw StorageError(.open, message: "cannot reach the test dqlite node: \(error)")
         }
@@ -31,7 +32,10 @@ final class TestCluster: Sendable {
 
     private static func start() throws(StorageError) -> DqliteNode {
         var template = Array("/tmp/menagerie-dqlite-XXXXXX".utf8CString)
-        guard let directory = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }).map({ String(cString: $0) })
+        guard
+            let directory = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }).map({
+                String(cString: $0)
+            })
         else { throw StorageError(.open, message: "cannot create a directory for the test dqlite node") }
         do {
             let node = try DqliteNode(

@@ -1,8 +1,8 @@
 import Foundation
 import Storage
+import StorageTestSupport
 import Synchronization
 import TestSupport
-import StorageTestSupport
 import Testing
 import WorkLane
 
@@ -147,7 +147,9 @@ import WorkLane
             #expect(try await database.read { try $0.queryOne("PRAGMA user_version")?.int(0) } == 1)
             let newer = [Migration(1, "extra") { _ in }, Migration(2, "more") { _ in }]
             try database.migrate(newer, track: "extra")
-            #expect(throws: StorageError.self) { try database.migrate([Migration(1, "extra") { _ in }], track: "extra") }
+            #expect(throws: StorageError.self) {
+                try database.migrate([Migration(1, "extra") { _ in }], track: "extra")
+            }
         }
     }
 
@@ -156,4 +158,3 @@ import WorkLane
         for id in 1...10 { try connection.execute("INSERT INTO accounts (id, balance) VALUES (?, 100)", [id]) }
     }
 }
-

@@ -2,8 +2,8 @@ import Base
 import Dqlite
 import Foundation
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 /// `Database` on a real three-node dqlite cluster in this process: the same API as on a file.
 @Suite(.serialized) struct ClusterDatabaseTests {
@@ -16,18 +16,23 @@ import TestSupport
         init() throws {
             let base = try RawSocket.freePortBlock(count: 3)
             addresses = (0..<3).map { "127.0.0.1:\(base + $0)" }
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("ClusterDatabaseTests-\(UUID().uuidString)")
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "ClusterDatabaseTests-\(UUID().uuidString)")
             for address in addresses {
                 replicas.append(
                     try DqliteReplica(
                         addresses: addresses, ownAddress: address,
-                        dataDirectory: directory.appendingPathComponent(address.replacingOccurrences(of: ":", with: "_")).path,
+                        dataDirectory: directory.appendingPathComponent(
+                            address.replacingOccurrences(of: ":", with: "_")
+                        ).path,
                         database: "test", networkLatency: .milliseconds(10), leaderWait: TestTime.scaled(.seconds(20))))
             }
         }
 
         func client() throws -> DqliteClient {
-            try DqliteClient(addresses: addresses, database: "test", callTimeout: TestTime.scaled(.seconds(2)), leaderWait: TestTime.scaled(.seconds(20)))
+            try DqliteClient(
+                addresses: addresses, database: "test", callTimeout: TestTime.scaled(.seconds(2)),
+                leaderWait: TestTime.scaled(.seconds(20)))
         }
 
         func stopLeader() throws -> UInt64 {

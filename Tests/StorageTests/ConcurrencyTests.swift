@@ -116,7 +116,8 @@ import Testing
     @Test func writerWaitsForAnotherReplicaWithinTheTimeout() async throws {
         try await withTemporaryDatabasePath { path in
             let holder = try Database(path: path, migrations: [itemsMigration])
-            let patient = try Database(path: path, migrations: [itemsMigration], busyTimeout: TestTime.scaled(.seconds(10)))
+            let patient = try Database(
+                path: path, migrations: [itemsMigration], busyTimeout: TestTime.scaled(.seconds(10)))
             let holding = DispatchSemaphore(value: 0)
             let finished = DispatchSemaphore(value: 0)
             let holderThread = Thread {

@@ -30,7 +30,9 @@ import Testing
         ]
     }
 
-    static let track = [Migration(1, "jobs") { try $0.execute("CREATE TABLE jobs (id INTEGER PRIMARY KEY, state TEXT)") }]
+    static let track = [
+        Migration(1, "jobs") { try $0.execute("CREATE TABLE jobs (id INTEGER PRIMARY KEY, state TEXT)") }
+    ]
 
     /// A file database with 3 owners (the highest deleted, so AUTOINCREMENT's mark lies above the ids left) and
     /// 700 items of every storage class: more rows than one statement carries.
@@ -38,13 +40,18 @@ import Testing
         let database = try Database(path: path, migrations: schema(runs))
         try database.migrate(track, track: "jobs")
         try database.write { connection in
-            for name in ["jana", "petr", "gone"] { try connection.execute("INSERT INTO owners (name) VALUES (?)", [name]) }
+            for name in ["jana", "petr", "gone"] {
+                try connection.execute("INSERT INTO owners (name) VALUES (?)", [name])
+            }
             try connection.execute("DELETE FROM owners WHERE name = 'gone'")
             for index in 0..<700 {
                 let value: SQLValue = index % 7 == 0 ? .null : .real(Double(index) / 3)
                 try connection.execute(
                     "INSERT INTO items (owner_id, uuid, value, label, count) VALUES (?, ?, ?, ?, ?)",
-                    [index % 2 + 1, [UInt8(index & 0xff), UInt8(index >> 8), 0, 255], value, "žluť \(index % 10)", Int64(index) << 33])
+                    [
+                        index % 2 + 1, [UInt8(index & 0xff), UInt8(index >> 8), 0, 255], value, "žluť \(index % 10)",
+                        Int64(index) << 33,
+                    ])
             }
             try connection.execute("INSERT INTO jobs (state) VALUES ('done')")
         }
@@ -53,9 +60,13 @@ import Testing
     /// Every table's rows in order, the schema objects and versions: equal dumps are equal databases.
     static func dump(_ database: Database) throws -> [String] {
         try database.read { connection in
-            var lines = try connection.query("SELECT type, name, sql FROM sqlite_master ORDER BY name").map { "\($0.values)" }
+            var lines = try connection.query("SELECT type, name, sql FROM sqlite_master ORDER BY name").map {
+                "\($0.values)"
+            }
             lines.append("user_version \(try connection.queryOne("PRAGMA user_version")?.int(0) ?? -1)")
-            lines += try connection.query("SELECT * FROM storage_migration_tracks ORDER BY track").map { "track \($0.values)" }
+            lines += try connection.query("SELECT * FROM storage_migration_tracks ORDER BY track").map {
+                "track \($0.values)"
+            }
             lines += try connection.query("SELECT * FROM sqlite_sequence ORDER BY name").map { "sequence \($0.values)" }
             for table in ["owners", "items", "audit", "jobs"] {
                 lines += try connection.query("SELECT * FROM \(table) ORDER BY 1, 2").map { "\(table) \($0.values)" }
@@ -73,7 +84,9 @@ import Testing
             #expect(original.contains { $0.hasPrefix("audit") } && original.count > 700)
 
             var reported: [DatabaseCopy.TableCount] = []
-            let imported = try DatabaseCopy.copy(from: .file(path), to: .cluster(try cluster.client())) { reported.append($0) }
+            let imported = try DatabaseCopy.copy(from: .file(path), to: .cluster(try cluster.client())) {
+                reported.append($0)
+            }
             #expect(imported.schemaVersion == 2 && imported.rows == 2 + 700 + 3 + 1)
             #expect(reported.map(\.table) == ["owners", "items", "audit", "jobs"])
             let onCluster = try Database(cluster: try cluster.client(), migrations: Self.schema(runs))
@@ -93,7 +106,9 @@ import Testing
             #expect(runs.count == 1)
 
             // Restore the file as it was before 'nova': the cluster's rows are replaced, its schema kept.
-            #expect(throws: DatabaseCopyError.self) { try DatabaseCopy.copy(from: .file(path), to: .cluster(try cluster.client())) }
+            #expect(throws: DatabaseCopyError.self) {
+                try DatabaseCopy.copy(from: .file(path), to: .cluster(try cluster.client()))
+            }
             try DatabaseCopy.copy(from: .file(path), to: .cluster(try cluster.client()), replacing: true)
             #expect(try Self.dump(onCluster) == original)
             #expect(runs.count == 1)
@@ -142,11 +157,15 @@ import Testing
             try FileManager.default.removeItem(atPath: path)
 
             // The cluster's services run a newer schema than the file's: importing would break them.
-            _ = try Database(cluster: client, migrations: Self.schema(Counter()) + [Migration(3, "more") { try $0.execute("CREATE TABLE more (x)") }])
+            _ = try Database(
+                cluster: client,
+                migrations: Self.schema(Counter()) + [Migration(3, "more") { try $0.execute("CREATE TABLE more (x)") }])
             try Self.makeSource(at: path, runs: Counter())
-            #expect { try DatabaseCopy.copy(from: .file(path), to: .cluster(client), replacing: true) } throws: { error in
+            #expect { try DatabaseCopy.copy(from: .file(path), to: .cluster(client), replacing: true) } throws: {
+                error in
                 let error = error as? DatabaseCopyError
-                return error?.category == .failedPrecondition && error?.message.contains("schema versions differ") == true
+                return error?.category == .failedPrecondition
+                    && error?.message.contains("schema versions differ") == true
             }
         }
     }
@@ -154,7 +173,9 @@ import Testing
     @Test func aClusterWithNoLeaderIsUnavailable() async throws {
         try await withTemporaryDatabasePath { path in
             try Self.makeSource(at: path, runs: Counter())
-            let client = try DqliteClient(addresses: ["127.0.0.1:1"], database: "test", callTimeout: .milliseconds(200), leaderWait: .milliseconds(300))
+            let client = try DqliteClient(
+                addresses: ["127.0.0.1:1"], database: "test", callTimeout: .milliseconds(200),
+                leaderWait: .milliseconds(300))
             #expect { try DatabaseCopy.copy(from: .file(path), to: .cluster(client)) } throws: { error in
                 (error as? StorageError)?.category == .unavailable
             }

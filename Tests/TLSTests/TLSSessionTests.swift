@@ -1,6 +1,6 @@
 import Foundation
-import TestSupport
 import TLS
+import TestSupport
 import Testing
 
 /// Two sessions talking through memory: the handshake, ALPN, mutual TLS and the errors people meet.
@@ -26,7 +26,8 @@ import Testing
         _ pair: (certificate: String, key: String)?, ca: String? = nil, protocols: [String] = ["menagerie"]
     ) throws -> TLSContext {
         try TLSContext(
-            role: .client, certificateFile: pair?.certificate, keyFile: pair?.key, caFile: ca ?? certificates.caFile, protocols: protocols)
+            role: .client, certificateFile: pair?.certificate, keyFile: pair?.key, caFile: ca ?? certificates.caFile,
+            protocols: protocols)
     }
 
     /// Moves ciphertext both ways until neither side has any to send; returns each side's error, if any.
@@ -49,7 +50,11 @@ import Testing
                         _ = try to.handshake()
                     }
                 } catch let error as TLSError {
-                    if to === a { errors.client = errors.client ?? error } else { errors.server = errors.server ?? error }
+                    if to === a {
+                        errors.client = errors.client ?? error
+                    } else {
+                        errors.server = errors.server ?? error
+                    }
                 } catch {
                     Issue.record("unexpected \(error)")
                 }
@@ -102,7 +107,8 @@ import Testing
                 }
             }
             offset = end
-            piece = piece % 40_000 * 3 + 5  // 1, 8, 29, … bytes: a record's header cut, a record cut, several records at once
+            // 1, 8, 29, … bytes: a record's header cut, a record cut, several records at once
+            piece = piece % 40_000 * 3 + 5
         }
         #expect(received == message)
     }
@@ -127,7 +133,10 @@ import Testing
         var plain = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             let (n, progress) = try plain.withUnsafeMutableBytes { try s.read(into: $0) }
-            if n == 0 { #expect(progress == .wantsMore); break }
+            if n == 0 {
+                #expect(progress == .wantsMore)
+                break
+            }
             received += plain[..<n]
         }
         #expect(received == message)
@@ -159,13 +168,17 @@ import Testing
         var c = try TLSSession(context: clientContext(foreign), serverName: "127.0.0.1")
         var s = try TLSSession(context: serverContext())
         var errors = start(c, s)
-        #expect(errors.server?.message.contains("the client's certificate is refused: unable to get local issuer certificate") == true)
+        #expect(
+            errors.server?.message.contains(
+                "the client's certificate is refused: unable to get local issuer certificate") == true)
         #expect(errors.client?.message.contains("unknown ca") == true)
         // A server certificate from another CA.
         c = try TLSSession(context: clientContext(client), serverName: "127.0.0.1")
         s = try TLSSession(context: serverContext(certificate: foreign))
         errors = start(c, s)
-        #expect(errors.client?.message.contains("the server's certificate is refused: unable to get local issuer certificate") == true)
+        #expect(
+            errors.client?.message.contains(
+                "the server's certificate is refused: unable to get local issuer certificate") == true)
         #expect(errors.server?.message.contains("unknown ca") == true)
     }
 
@@ -187,11 +200,13 @@ import Testing
 
     @Test func filesThatDoNotLoadSayWhich() throws {
         #expect(throws: TLSError("TLS certificate /nonexistent.pem does not exist or cannot be read")) {
-            try TLSContext(role: .server, certificateFile: "/nonexistent.pem", keyFile: server.key, caFile: nil, protocols: [])
+            try TLSContext(
+                role: .server, certificateFile: "/nonexistent.pem", keyFile: server.key, caFile: nil, protocols: [])
         }
         let other = try certificates.issue("other")
         let error = #expect(throws: TLSError.self) {
-            try TLSContext(role: .server, certificateFile: server.certificate, keyFile: other.key, caFile: nil, protocols: [])
+            try TLSContext(
+                role: .server, certificateFile: server.certificate, keyFile: other.key, caFile: nil, protocols: [])
         }
         #expect(error?.message.contains("key values mismatch") == true, "\(String(describing: error))")
         let garbage = certificates.directory.appendingPathComponent("garbage.pem").path

@@ -19,10 +19,15 @@ public func runSeparatingOutput(
     process.environment = environment
     let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("run-\(UUID().uuidString)")
     let out = scratch.appendingPathExtension("out"), err = scratch.appendingPathExtension("err")
-    guard FileManager.default.createFile(atPath: out.path, contents: nil), FileManager.default.createFile(atPath: err.path, contents: nil) else {
+    guard FileManager.default.createFile(atPath: out.path, contents: nil),
+        FileManager.default.createFile(atPath: err.path, contents: nil)
+    else {
         throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: scratch.path])
     }
-    defer { try? FileManager.default.removeItem(at: out); try? FileManager.default.removeItem(at: err) }
+    defer {
+        try? FileManager.default.removeItem(at: out)
+        try? FileManager.default.removeItem(at: err)
+    }
     let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
     process.standardOutput = outHandle
     process.standardError = errHandle
@@ -31,5 +36,8 @@ public func runSeparatingOutput(
     process.waitUntilExit()
     try outHandle.close()
     try errHandle.close()
-    return (process.terminationStatus, try String(contentsOf: out, encoding: .utf8), try String(contentsOf: err, encoding: .utf8))
+    return (
+        process.terminationStatus, try String(contentsOf: out, encoding: .utf8),
+        try String(contentsOf: err, encoding: .utf8)
+    )
 }

@@ -10,7 +10,9 @@ public final class RawSocket: @unchecked Sendable {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = Self.loopback(port)
         let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard result == 0 else {
             close(descriptor)
@@ -45,16 +47,17 @@ public final class RawSocket: @unchecked Sendable {
     /// Reads until the peer closes (or the receive timeout passes); returns what arrived and whether it closed.
     public func readUntilClosed() async -> (bytes: [UInt8], closed: Bool) {
         let descriptor = descriptor
-        return (try? await offPool {
-            var received: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-                if count == 0 { return (received, true) }
-                if count < 0 { return (received, errno == ECONNRESET) }
-                received += buffer[0..<count]
-            }
-        }) ?? ([], false)
+        return
+            (try? await offPool {
+                var received: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                while true {
+                    let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+                    if count == 0 { return (received, true) }
+                    if count < 0 { return (received, errno == ECONNRESET) }
+                    received += buffer[0..<count]
+                }
+            }) ?? ([], false)
     }
 
     /// Reads exactly `count` bytes; nil when the peer closes first or the receive timeout passes.
@@ -86,7 +89,9 @@ public final class RawSocket: @unchecked Sendable {
         defer { close(descriptor) }
         var address = loopback(port)
         return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         } == 0
     }
 
@@ -100,8 +105,12 @@ public final class RawSocket: @unchecked Sendable {
         let highest = ephemeralPortRangeStart() - count - 1_001
         for _ in 0..<200 {
             let base = Int.random(in: 10_000...max(10_000, highest))
-            if taken.contains(where: { other in [0, 1_000, -1_000].contains { abs(other + $0 - base) < count } }) { continue }
-            if (base..<(base + count)).allSatisfy(isFree), (base + 1_000..<(base + 1_000 + count)).allSatisfy(isFree) { return base }
+            if taken.contains(where: { other in [0, 1_000, -1_000].contains { abs(other + $0 - base) < count } }) {
+                continue
+            }
+            if (base..<(base + count)).allSatisfy(isFree), (base + 1_000..<(base + 1_000 + count)).allSatisfy(isFree) {
+                return base
+            }
         }
         throw POSIXError(.EADDRINUSE)
     }

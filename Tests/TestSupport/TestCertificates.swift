@@ -11,7 +11,9 @@ public final class TestCertificates: @unchecked Sendable {
 
     /// A new CA called `name` (its certificate's CN), in `directory` (a new temporary one by default).
     public init(name: String = "Test CA", in directory: URL? = nil) throws {
-        self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-tls-\(UUID().uuidString)")
+        self.directory =
+            directory
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-tls-\(UUID().uuidString)")
         self.name = name.replacingOccurrences(of: " ", with: "-")
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
         try Self.openssl([
@@ -25,14 +27,17 @@ public final class TestCertificates: @unchecked Sendable {
     /// usable by servers and clients alike, its subject naming `unit` as its OU when given (a cluster role). Files
     /// `<file>.pem` and `<file>.key`.
     @discardableResult
-    public func issue(_ commonName: String, file: String? = nil, days: Int = 30, unit: String? = nil) throws -> (certificate: String, key: String) {
+    public func issue(_ commonName: String, file: String? = nil, days: Int = 30, unit: String? = nil) throws -> (
+        certificate: String, key: String
+    ) {
         let base = directory.appendingPathComponent(file ?? commonName).path
         let extensions = base + ".ext"
         try "subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n"
             .write(toFile: extensions, atomically: true, encoding: .utf8)
         try Self.openssl([
             "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-            "-keyout", base + ".key", "-out", base + ".csr", "-subj", "/CN=\(commonName)" + (unit.map { "/OU=\($0)" } ?? ""),
+            "-keyout", base + ".key", "-out", base + ".csr", "-subj",
+            "/CN=\(commonName)" + (unit.map { "/OU=\($0)" } ?? ""),
         ])
         try Self.openssl([
             "x509", "-req", "-in", base + ".csr", "-CA", caFile, "-CAkey", caKey, "-CAcreateserial",
@@ -55,7 +60,8 @@ public final class TestCertificates: @unchecked Sendable {
         let message = errors.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw CertificateError(message: "openssl \(arguments.first ?? "") failed: \(String(decoding: message, as: UTF8.self))")
+            throw CertificateError(
+                message: "openssl \(arguments.first ?? "") failed: \(String(decoding: message, as: UTF8.self))")
         }
     }
 

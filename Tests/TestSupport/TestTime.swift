@@ -9,7 +9,9 @@ import Foundation
 /// process starts, between 1 and 10.
 public enum TestTime {
     public static let scale: Double = {
-        if let text = ProcessInfo.processInfo.environment["MENAGERIE_TEST_TIME_SCALE"], let value = Double(text), value.isFinite {
+        if let text = ProcessInfo.processInfo.environment["MENAGERIE_TEST_TIME_SCALE"], let value = Double(text),
+            value.isFinite
+        {
             return max(1, value)
         }
         return min(10, max(1, loadPerCore()))
@@ -21,7 +23,8 @@ public enum TestTime {
     /// The one-minute load average over the cores (0 where /proc/loadavg cannot be read).
     static func loadPerCore() -> Double {
         guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8),
-              let first = text.split(separator: " ").first, let load = Double(first) else { return 0 }
+            let first = text.split(separator: " ").first, let load = Double(first)
+        else { return 0 }
         return load / Double(max(1, ProcessInfo.processInfo.activeProcessorCount))
     }
 }

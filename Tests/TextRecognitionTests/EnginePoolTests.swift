@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import WorkLane
+
 @testable import TextRecognition
 
 @Suite struct EnginePoolTests {
@@ -86,7 +87,9 @@ import WorkLane
                     return hadDetector
                 }
             }
-            for try await hadDetector in group { #expect(hadDetector, "the orientation detector was made by the pre-warm") }
+            for try await hadDetector in group {
+                #expect(hadDetector, "the orientation detector was made by the pre-warm")
+            }
         }
         #expect(pool.enginesCreated == 2, "scans after the pre-warm made no engine")
     }

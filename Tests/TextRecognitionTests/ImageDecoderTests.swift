@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import TextRecognition
 
 /// A 40 × 20 grey image, white with a black 10 × 10 square in the top-left corner.
@@ -36,7 +37,8 @@ func handMadeGIF(screen: (Int, Int), frame: (Int, Int)) -> Data {
 func handMadeBMP(width: Int, height: Int, coreHeader: Bool = false) -> Data {
     func le(_ value: Int, _ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
     var bytes: [UInt8] = [0x42, 0x4D] + le(1 << 20, 4) + le(0, 4) + le(54, 4)
-    bytes += coreHeader
+    bytes +=
+        coreHeader
         ? le(12, 4) + le(width, 2) + le(height, 2) + le(1, 2) + le(24, 2)
         : le(40, 4) + le(width, 4) + le(height, 4) + le(1, 2) + le(24, 2) + [UInt8](repeating: 0, count: 24)
     return Data(bytes + [UInt8](repeating: 0, count: 64))

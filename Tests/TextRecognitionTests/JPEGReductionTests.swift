@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import TextRecognition
 
 /// A JPEG decoded at 1/2, 1/4 or 1/8 of its size (libjpeg's DCT scaling), for a photo larger than its reader needs;
@@ -12,7 +13,8 @@ import Testing
             let decoded = try ImageDecoder().decode(jpeg, jpegReduction: reduction)
             let page = try #require(decoded.pages.first)
             #expect(decoded.reduction == reduction)
-            #expect(page.width == (1001 + reduction - 1) / reduction && page.height == (750 + reduction - 1) / reduction)
+            #expect(
+                page.width == (1001 + reduction - 1) / reduction && page.height == (750 + reduction - 1) / reduction)
         }
         #expect(throws: ImageError.self) { try ImageDecoder().decode(jpeg, jpegReduction: 3) }
         #expect(throws: ImageError.tooManyPixels(pixels: 1001 * 750, limit: 500_000)) {

@@ -1,6 +1,7 @@
 import Foundation
 import OCRTestSupport
 import Testing
+
 @testable import TextRecognition
 
 @Suite struct TesseractEngineTests {
@@ -10,7 +11,8 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tessdata-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        try Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31) }).write(to: directory.appendingPathComponent("zzz.traineddata"))
+        try Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31) }).write(
+            to: directory.appendingPathComponent("zzz.traineddata"))
         for _ in 0..<3 {
             #expect {
                 try TesseractEngine(configuration: EngineConfiguration(languages: ["zzz"]), dataPath: directory.path)

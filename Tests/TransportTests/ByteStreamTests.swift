@@ -1,18 +1,19 @@
 import Base
-@testable import Connect
 import Foundation
-@testable import Framing
 import RPC
 import RPCTestSupport
 import RPCTesting
 import RPCWire
 import Schema
+import TestSupport
+import Testing
+
+@testable import Connect
+@testable import Framing
 @testable import ServerCore
 @testable import ServerSeam
 @testable import TCP
 @testable import TLSStreams
-import TestSupport
-import Testing
 @testable import Transport
 
 /// The protocol layer reads a `ByteStream`, not TCP: served over a stream that is not a
@@ -22,11 +23,14 @@ import Testing
 @Suite struct ByteStreamTests {
     @Test func everyKindOfCallIsServedOverAStreamDeliveringOneByteAtATime() async throws {
         try await withServer { server, client, streams in
-            let reply = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array("one byte at a time".utf8)))
+            let reply = try await client.unary(
+                RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array("one byte at a time".utf8)))
             #expect(reply.payload == Array("one byte at a time".utf8))
 
             var streamed: [UInt32] = []
-            for try await response in client.serverStreaming(RpcV1.Echo.stream, RpcV1.EchoRequest(payload: [1], count: 3)) {
+            for try await response in client.serverStreaming(
+                RpcV1.Echo.stream, RpcV1.EchoRequest(payload: [1], count: 3))
+            {
                 streamed.append(response.index)
             }
             #expect(streamed == [0, 1, 2])
@@ -58,8 +62,10 @@ import Testing
         try await withServer { server, client, _ in
             let socket = try RawSocket(port: server.port)
             // HTTP (Connect) too, its request arriving byte by byte.
-            socket.write(Array(
-                "GET /menagerie.rpc.v1.Health/Check?connect=v1&encoding=json&message=%7B%7D HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n".utf8))
+            socket.write(
+                Array(
+                    "GET /menagerie.rpc.v1.Health/Check?connect=v1&encoding=json&message=%7B%7D HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"
+                        .utf8))
             let (bytes, closed) = await socket.readUntilClosed()
             #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK\r\n"))
             #expect(closed)

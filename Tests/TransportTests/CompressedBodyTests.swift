@@ -1,18 +1,19 @@
-@testable import Connect
 import Foundation
-@testable import Framing
 import HTTP
 import RPC
 import RPCTestSupport
 import RPCTesting
 import RPCWire
 import Schema
+import TestSupport
+import Testing
+
+@testable import Connect
+@testable import Framing
 @testable import ServerCore
 @testable import ServerSeam
 @testable import TCP
 @testable import TLSStreams
-import TestSupport
-import Testing
 @testable import Transport
 
 /// Issue 37: what a Connect client sends is inflated and transcoded on the call's worker, once the guard admitted the
@@ -23,7 +24,9 @@ import Testing
     /// Admits calls that carry `Authorization: Bearer good` (the built-ins never ask).
     struct TokenGuard: CallGuard {
         func admit(_ head: CallHead, to method: ProtoMethodInfo) throws(RPCError) -> Caller? {
-            guard head.metadata["authorization"] == "Bearer good" else { throw RPCError(.unauthenticated, "a valid token is needed") }
+            guard head.metadata["authorization"] == "Bearer good" else {
+                throw RPCError(.unauthenticated, "a valid token is needed")
+            }
             return Caller(name: "tester", isAdmin: false)
         }
     }
@@ -37,7 +40,9 @@ import Testing
     }
 
     /// A server of the Echo methods behind `TokenGuard`, and a binary client of it.
-    static func withGuardedServer(_ limits: TCPServer.Limits, _ body: (TCPServer, RPCClient) async throws -> Void) async throws {
+    static func withGuardedServer(_ limits: TCPServer.Limits, _ body: (TCPServer, RPCClient) async throws -> Void)
+        async throws
+    {
         let rpc = RPCServer(name: "test", services: [EchoService()], guard: TokenGuard())
         let server = try TCPServer(rpc: rpc, port: 0, limits: limits)
         let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
@@ -57,7 +62,9 @@ import Testing
         Gzip.compress([UInt8(ascii: "{")] + [UInt8](repeating: 0x20, count: spaces) + [UInt8(ascii: "}")], level: 9)
     }
 
-    static func post(_ body: [UInt8], path: String = "/menagerie.rpc.v1.Echo/Echo", token: String?, extraHeaders: String = "") -> [UInt8] {
+    static func post(
+        _ body: [UInt8], path: String = "/menagerie.rpc.v1.Echo/Echo", token: String?, extraHeaders: String = ""
+    ) -> [UInt8] {
         var head = "POST \(path) HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
         if let token { head += "Authorization: Bearer \(token)\r\n" }
         head += extraHeaders + "Content-Length: \(body.count)\r\n\r\n"
@@ -130,7 +137,8 @@ import Testing
                 let socket = try RawSocket(port: server.port)
                 var head = "POST /menagerie.rpc.v1.Echo/Echo HTTP/1.1\r\nHost: t\r\nContent-Type: application/proto\r\n"
                 if let token { head += "Authorization: Bearer \(token)\r\n" }
-                socket.write(Array((head + "Content-Length: \(length)\r\n\r\n").utf8) + [UInt8](repeating: 0, count: 1024))
+                socket.write(
+                    Array((head + "Content-Length: \(length)\r\n\r\n").utf8) + [UInt8](repeating: 0, count: 1024))
                 if token == nil {
                     let (bytes, closed) = await socket.readUntilClosed()
                     let text = String(decoding: bytes, as: UTF8.self)
@@ -151,12 +159,15 @@ import Testing
     /// refused RESOURCE_EXHAUSTED (429) while inflating, and the budget is whole again after; one past the message
     /// limit is refused the same way, naming the limit.
     @Test func inflatingStopsAtTheBudgetAndTheLimit() async throws {
-        try await Self.withGuardedServer(Self.limits(maxMessageSize: 48 << 20, memoryBudget: 8 << 20)) { server, client in
+        try await Self.withGuardedServer(Self.limits(maxMessageSize: 48 << 20, memoryBudget: 8 << 20)) {
+            server, client in
             let socket = try RawSocket(port: server.port)
             socket.write(Self.post(Self.bomb(spaces: 16 << 20), token: "good"))
             let reply = try await StreamReply.read(from: socket)
             let text = String(decoding: reply.body, as: UTF8.self)
-            #expect(reply.status == 429 && text.contains("resource_exhausted") && text.contains("memory budget"), "\(reply.status) \(text)")
+            #expect(
+                reply.status == 429 && text.contains("resource_exhausted") && text.contains("memory budget"),
+                "\(reply.status) \(text)")
             // What inflating held is given back (the answer's own bytes leave the budget once written).
             try await waitUntil { server.budget.used == 0 }
         }
@@ -184,13 +195,20 @@ import Testing
             small.write(Self.post(Self.bomb(spaces: 1000), path: RpcV1.Reflection.listServices.path, token: nil))
             #expect(try await StreamReply.read(from: small).status == 200)
             // 100 KiB of an unknown field (number 15, length-delimited) in a health check over our frames.
-            let padded = RpcV1.HealthCheckRequest().serializedBytes() + [0x7A, 0x80, 0x20] + [UInt8](repeating: 0x61, count: 4096 * 25)
+            let padded =
+                RpcV1.HealthCheckRequest().serializedBytes() + [0x7A, 0x80, 0x20]
+                + [UInt8](repeating: 0x61, count: 4096 * 25)
             let frames = try RawSocket(port: server.port)
-            frames.write(FrameCodec.encode(RpcV1.Frame(
-                callID: 1, kind: .request, method: RpcV1.Health.check.path, hasPayload: true, payload: padded).serializedBytes()))
+            frames.write(
+                FrameCodec.encode(
+                    RpcV1.Frame(
+                        callID: 1, kind: .request, method: RpcV1.Health.check.path, hasPayload: true, payload: padded
+                    ).serializedBytes()))
             let status = try await frames.receiveFrame()
-            #expect(status.statusCode == StatusCode.resourceExhausted.rawValue && status.statusMessage.contains("limit of 65536 bytes"),
-                    "\(status.statusCode) \(status.statusMessage)")
+            #expect(
+                status.statusCode == StatusCode.resourceExhausted.rawValue
+                    && status.statusMessage.contains("limit of 65536 bytes"),
+                "\(status.statusCode) \(status.statusMessage)")
         }
     }
 
@@ -201,10 +219,12 @@ import Testing
             let payload = Data("hello".utf8).base64EncodedString()
             let message = Gzip.compress(Array(#"{"payload":"\#(payload)"}"#.utf8))
             let envelope = [UInt8(1), 0, 0, UInt8(message.count >> 8), UInt8(message.count & 0xFF)] + message
-            let chunked = Array(String(envelope.count, radix: 16).utf8) + [13, 10] + envelope + Array("\r\n0\r\n\r\n".utf8)
+            let chunked =
+                Array(String(envelope.count, radix: 16).utf8) + [13, 10] + envelope + Array("\r\n0\r\n\r\n".utf8)
             for token in [nil, "good"] as [String?] {
                 let socket = try RawSocket(port: server.port)
-                var head = "POST /menagerie.rpc.v1.Echo/Collect HTTP/1.1\r\nHost: t\r\nContent-Type: application/connect+json\r\n"
+                var head =
+                    "POST /menagerie.rpc.v1.Echo/Collect HTTP/1.1\r\nHost: t\r\nContent-Type: application/connect+json\r\n"
                 head += "Connect-Content-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n"
                 if let token { head += "Authorization: Bearer \(token)\r\n" }
                 socket.write(Array((head + "\r\n").utf8) + chunked)

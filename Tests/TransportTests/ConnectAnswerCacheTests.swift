@@ -1,17 +1,18 @@
-@testable import Connect
 import Foundation
 import HTTP
-@testable import Framing
 import RPC
 import RPCTesting
 import RPCWire
 import Schema
+import Synchronization
+import Testing
+
+@testable import Connect
+@testable import Framing
 @testable import ServerCore
 @testable import ServerSeam
-import Synchronization
 @testable import TCP
 @testable import TLSStreams
-import Testing
 @testable import Transport
 
 /// Answers kept by the Connect face (`AnswerCachePolicy`): the same request on the same data version is answered
@@ -50,7 +51,8 @@ import Testing
     }
 
     static func serve(
-        guard callGuard: (any CallGuard)? = nil, _ body: (_ port: Int, _ version: Version, _ server: RPCServer) async throws -> Void
+        guard callGuard: (any CallGuard)? = nil,
+        _ body: (_ port: Int, _ version: Version, _ server: RPCServer) async throws -> Void
     ) async throws {
         let version = Version()
         let server = TCPServer(port: 0)
@@ -68,9 +70,13 @@ import Testing
 
     /// POSTs `json` to the read on a connection of its own; the answer's status and JSON text.
     static func post(_ port: Int, _ json: String, headers: String = "") async throws -> (status: Int, body: String) {
-        let answer = try #require(try await HTTPRoutesTests.exchange(port, [
-            "POST \(read.path) HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\(headers)Content-Length: \(json.utf8.count)\r\n\r\n\(json)",
-        ]).first)
+        let answer = try #require(
+            try await HTTPRoutesTests.exchange(
+                port,
+                [
+                    "POST \(read.path) HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\(headers)Content-Length: \(json.utf8.count)\r\n\r\n\(json)"
+                ]
+            ).first)
         return (answer.status, String(decoding: answer.body, as: UTF8.self))
     }
 
@@ -99,10 +105,12 @@ import Testing
             let request = { (json: String) in
                 "POST \(Self.read.path) HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n\r\n\(json)"
             }
-            let answers = try await HTTPRoutesTests.exchange(port, [
-                request(#"{"payload":"AQM="}"#), request(#"{"payload":"AQI="}"#), request(#"{"payload":"AQQ="}"#),
-                request(#"{"payload":"AQI="}"#),
-            ])
+            let answers = try await HTTPRoutesTests.exchange(
+                port,
+                [
+                    request(#"{"payload":"AQM="}"#), request(#"{"payload":"AQI="}"#), request(#"{"payload":"AQQ="}"#),
+                    request(#"{"payload":"AQI="}"#),
+                ])
             let bodies = answers.map { String(decoding: $0.body, as: UTF8.self) }
             #expect(answers.map(\.status) == [200, 200, 200, 200])
             #expect(bodies[0].contains("AQM=") && bodies[0].contains(#""index":2"#), "\(bodies)")
@@ -141,11 +149,14 @@ import Testing
     @Test func aKeptGETAnswerKeepsItsTagAnd304() async throws {
         try await Self.serve { port, _, _ in
             let query = "\(Self.read.path)?connect=v1&encoding=json&message=%7B%22payload%22%3A%22AQI%3D%22%7D"
-            let first = try #require(try await HTTPRoutesTests.exchange(port, ["GET \(query) HTTP/1.1\r\nHost: x"]).first)
+            let first = try #require(
+                try await HTTPRoutesTests.exchange(port, ["GET \(query) HTTP/1.1\r\nHost: x"]).first)
             let tag = try #require(first.headers["etag"])
-            let answers = try await HTTPRoutesTests.exchange(port, [
-                "GET \(query) HTTP/1.1\r\nHost: x", "GET \(query) HTTP/1.1\r\nHost: x\r\nIf-None-Match: \(tag)",
-            ])
+            let answers = try await HTTPRoutesTests.exchange(
+                port,
+                [
+                    "GET \(query) HTTP/1.1\r\nHost: x", "GET \(query) HTTP/1.1\r\nHost: x\r\nIf-None-Match: \(tag)",
+                ])
             #expect(answers.map(\.status) == [200, 304])
             #expect(answers[0].body == first.body)
             #expect(answers[0].headers["etag"] == tag)
@@ -157,8 +168,11 @@ import Testing
 /// The same cache keeps a REST route's answers (`HTTPBinding`s the policy names): the same GET on the same data is sent
 /// again from the loop, after the guard, honouring its tag; a new version runs the route again.
 @Suite struct RouteAnswerCacheTests {
-    static func get(_ port: Int, _ headers: String = "") async throws -> (status: Int, headers: [String: String], body: String) {
-        let answer = try #require(try await HTTPRoutesTests.exchange(port, ["GET /count HTTP/1.1\r\nHost: x\(headers)"]).first)
+    static func get(_ port: Int, _ headers: String = "") async throws -> (
+        status: Int, headers: [String: String], body: String
+    ) {
+        let answer = try #require(
+            try await HTTPRoutesTests.exchange(port, ["GET /count HTTP/1.1\r\nHost: x\(headers)"]).first)
         return (answer.status, answer.headers, String(decoding: answer.body, as: UTF8.self))
     }
 
@@ -188,7 +202,9 @@ import Testing
         await server.shutdown(grace: .zero)
         #expect(first.status == 200 && first.body == "run 1")
         #expect(second.status == 200 && second.body == "run 1", "kept: the route ran once")
-        #expect(refused.status == 401 && !refused.body.contains("run"), "the kept answer is not given to a caller the guard refuses")
+        #expect(
+            refused.status == 401 && !refused.body.contains("run"),
+            "the kept answer is not given to a caller the guard refuses")
         #expect(revalidated.status == 304 && revalidated.body.isEmpty)
         #expect(afterChange.body == "run 2", "a new data version runs the route again")
         let figures = try #require(rpc.stats.snapshot().first { $0.path == "GET /count" })
@@ -210,7 +226,11 @@ import Testing
         #expect(cache.lookup(key).answer == nil)
         cache.keep(.text(200, "new"), for: key, madeAt: 2)
         #expect(cache.lookup(key).answer?.body == Array("new\n".utf8))
-        cache.keep(.text(500, "failed"), for: AnswerCache.Key(method: "/m", json: true, gzip: false, get: false, request: [2]), madeAt: 2)
-        #expect(cache.lookup(AnswerCache.Key(method: "/m", json: true, gzip: false, get: false, request: [2])).answer == nil)
+        cache.keep(
+            .text(500, "failed"), for: AnswerCache.Key(method: "/m", json: true, gzip: false, get: false, request: [2]),
+            madeAt: 2)
+        #expect(
+            cache.lookup(AnswerCache.Key(method: "/m", json: true, gzip: false, get: false, request: [2])).answer == nil
+        )
     }
 }

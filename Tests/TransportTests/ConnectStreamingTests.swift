@@ -1,18 +1,19 @@
-@testable import Connect
 import Foundation
-@testable import Framing
 import HTTP
 import RPC
 import RPCTestSupport
 import RPCTesting
 import RPCWire
 import Schema
+import TestSupport
+import Testing
+
+@testable import Connect
+@testable import Framing
 @testable import ServerCore
 @testable import ServerSeam
 @testable import TCP
 @testable import TLSStreams
-import TestSupport
-import Testing
 @testable import Transport
 
 /// Issue 22: Connect's streaming calls over HTTP/1.1 on the binary port, driven with raw sockets
@@ -29,7 +30,10 @@ import Testing
         ConnectProtocol.envelope(flags: flags, Array(json.utf8))
     }
 
-    static func request(_ path: String, body: [UInt8], type: String = "application/connect+json", close: Bool = true, chunked: Bool = false) -> [UInt8] {
+    static func request(
+        _ path: String, body: [UInt8], type: String = "application/connect+json", close: Bool = true,
+        chunked: Bool = false
+    ) -> [UInt8] {
         var head = "POST \(path) HTTP/1.1\r\nHost: test\r\nContent-Type: \(type)\r\n"
         if close { head += "Connection: close\r\n" }
         if chunked {
@@ -45,7 +49,8 @@ import Testing
     @Test func aServerStreamAnswersEnvelopesInAChunkedBodyAndEndsWithEndOfStream() async throws {
         try await Harness.with(.tcp) { harness in
             let socket = try RawSocket(port: harness.tcp!.port)
-            socket.write(Self.request(Self.stream, body: Self.envelope(#"{"payload":"\#(Self.payload("hi"))","count":3}"#)))
+            socket.write(
+                Self.request(Self.stream, body: Self.envelope(#"{"payload":"\#(Self.payload("hi"))","count":3}"#)))
             let reply = try await StreamReply.read(from: socket)
             #expect(reply.status == 200)
             #expect(reply.headers["content-type"] == "application/connect+json")
@@ -107,7 +112,8 @@ import Testing
     @Test func aClientStreamsRequestEnvelopesInAChunkedBody() async throws {
         try await Harness.with(.tcp) { harness in
             let socket = try RawSocket(port: harness.tcp!.port)
-            var head = "POST \(Self.collect) HTTP/1.1\r\nHost: t\r\nContent-Type: application/connect+json\r\nConnection: close\r\n"
+            var head =
+                "POST \(Self.collect) HTTP/1.1\r\nHost: t\r\nContent-Type: application/connect+json\r\nConnection: close\r\n"
             head += "Transfer-Encoding: chunked\r\n\r\n"
             socket.write(Array(head.utf8))
             for word in ["ab", "cd", "ef"] {
@@ -195,14 +201,20 @@ import Testing
         try await Harness.with(.tcp, limits: limits) { harness in
             let tcp = harness.tcp!
             let unary = try RawSocket(port: tcp.port)
-            unary.write(Array("POST /menagerie.rpc.v1.Echo/Echo HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: \(1 << 20)\r\n\r\n{".utf8))
+            unary.write(
+                Array(
+                    "POST /menagerie.rpc.v1.Echo/Echo HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: \(1 << 20)\r\n\r\n{"
+                        .utf8))
             let refused = try await StreamReply.read(from: unary)
             #expect(refused.status == 503)
             #expect(refused.headers["retry-after"] == "1")
             #expect(String(decoding: refused.body, as: UTF8.self).contains("resource_exhausted"))
 
             let streamed = try RawSocket(port: tcp.port)
-            streamed.write(Array("POST \(Self.collect) HTTP/1.1\r\nHost: t\r\nContent-Type: application/connect+json\r\nTransfer-Encoding: chunked\r\n\r\n".utf8))
+            streamed.write(
+                Array(
+                    "POST \(Self.collect) HTTP/1.1\r\nHost: t\r\nContent-Type: application/connect+json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                        .utf8))
             streamed.write(HTTPResponseChunks.chunk([0, 0, 8, 0, 0]))  // an envelope of 512 KiB announced
             let end = try await StreamReply.read(from: streamed).envelopes.last?.text ?? ""
             #expect(end.contains("resource_exhausted"), "\(end)")
@@ -211,7 +223,10 @@ import Testing
             let fits = try RawSocket(port: tcp.port)
             let payload = Data(repeating: 0x64, count: 96 << 10).base64EncodedString()
             let body = Array(#"{"payload":"\#(payload)"}"#.utf8)
-            fits.write(Array("POST /menagerie.rpc.v1.Echo/Echo HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: \(body.count)\r\n\r\n".utf8))
+            fits.write(
+                Array(
+                    "POST /menagerie.rpc.v1.Echo/Echo HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: \(body.count)\r\n\r\n"
+                        .utf8))
             try await Task.sleep(for: TestTime.scaled(.milliseconds(50)))
             fits.write(body)
             #expect(try await StreamReply.read(from: fits).status == 200)
@@ -226,7 +241,8 @@ import Testing
             let socket = try RawSocket(port: harness.tcp!.port)
             let text = Data(repeating: 0x61, count: 8 << 10).base64EncodedString()
             let body = Self.envelope(#"{"payload":"\#(text)","count":2}"#)
-            let head = "POST \(Self.stream) HTTP/1.1\r\nHost: t\r\nContent-Type: application/connect+json\r\nConnect-Accept-Encoding: gzip\r\n"
+            let head =
+                "POST \(Self.stream) HTTP/1.1\r\nHost: t\r\nContent-Type: application/connect+json\r\nConnect-Accept-Encoding: gzip\r\n"
                 + "Connection: close\r\nContent-Length: \(body.count)\r\n\r\n"
             socket.write(Array(head.utf8) + body)
             let reply = try await StreamReply.read(from: socket)
@@ -234,7 +250,8 @@ import Testing
             #expect(reply.envelopes.map(\.flags) == [1, 1, 2])
             for (index, envelope) in reply.rawEnvelopes.dropLast().enumerated() {
                 let json = try Gzip.decompress(envelope.payload, limit: 1 << 20)
-                #expect(envelope.payload.count < json.count / 4, "\(envelope.payload.count) compressed of \(json.count)")
+                #expect(
+                    envelope.payload.count < json.count / 4, "\(envelope.payload.count) compressed of \(json.count)")
                 let message = try JSONValue(parsing: String(decoding: json, as: UTF8.self))
                 #expect(message["index"] == (index == 0 ? nil : .number(JSONNumber(index))))
                 #expect(message["payload"] == .string(text))
@@ -257,7 +274,8 @@ import Testing
             let socket = try RawSocket(port: harness.tcp!.port)
             let failing = Self.envelope(#"{"failWithCode":9}"#)
             let rest = Self.envelope(#"{"payload":"\#(Self.payload(String(repeating: "x", count: 30000)))"}"#)
-            let head = "POST \(Self.collect) HTTP/1.1\r\nHost: t\r\nContent-Type: application/connect+json\r\n"
+            let head =
+                "POST \(Self.collect) HTTP/1.1\r\nHost: t\r\nContent-Type: application/connect+json\r\n"
                 + "Content-Length: \(failing.count + rest.count)\r\n\r\n"
             socket.write(Array(head.utf8) + failing)
             let first = try await StreamReply.read(from: socket)
@@ -266,7 +284,9 @@ import Testing
             #expect(first.headers["connection"] == nil, "the connection was to stay open")
             // The rest of the body comes after the answer, and then another call on the same connection.
             socket.write(rest)
-            socket.write(Self.request("/menagerie.rpc.v1.Echo/Echo", body: Array(#"{"payload":"YQ=="}"#.utf8), type: "application/json"))
+            socket.write(
+                Self.request(
+                    "/menagerie.rpc.v1.Echo/Echo", body: Array(#"{"payload":"YQ=="}"#.utf8), type: "application/json"))
             let second = try await StreamReply.read(from: socket)
             #expect(second.status == 200)
             #expect(String(decoding: second.body, as: UTF8.self).contains("YQ=="))
@@ -278,7 +298,8 @@ import Testing
         try await Harness.with(.tcp) { harness in
             let socket = try RawSocket(port: harness.tcp!.port)
             let failing = Self.envelope(#"{"failWithCode":9}"#)
-            let head = "POST \(Self.collect) HTTP/1.1\r\nHost: t\r\nContent-Type: application/connect+json\r\n"
+            let head =
+                "POST \(Self.collect) HTTP/1.1\r\nHost: t\r\nContent-Type: application/connect+json\r\n"
                 + "Content-Length: \(failing.count + (8 << 20))\r\n\r\n"
             socket.write(Array(head.utf8) + failing)
             let first = try await StreamReply.read(from: socket)
@@ -318,9 +339,9 @@ struct StreamReply {
         var result: [(UInt8, String)] = []
         var index = 0
         while index + 5 <= body.count {
-            let length = body[index + 1 ..< index + 5].reduce(0) { $0 << 8 | Int($1) }
+            let length = body[index + 1..<index + 5].reduce(0) { $0 << 8 | Int($1) }
             guard index + 5 + length <= body.count else { break }
-            result.append((body[index], String(decoding: body[index + 5 ..< index + 5 + length], as: UTF8.self)))
+            result.append((body[index], String(decoding: body[index + 5..<index + 5 + length], as: UTF8.self)))
             index += 5 + length
         }
         return result
@@ -331,9 +352,9 @@ struct StreamReply {
         var result: [(UInt8, [UInt8])] = []
         var index = 0
         while index + 5 <= body.count {
-            let length = body[index + 1 ..< index + 5].reduce(0) { $0 << 8 | Int($1) }
+            let length = body[index + 1..<index + 5].reduce(0) { $0 << 8 | Int($1) }
             guard index + 5 + length <= body.count else { break }
-            result.append((body[index], Array(body[index + 5 ..< index + 5 + length])))
+            result.append((body[index], Array(body[index + 5..<index + 5 + length])))
             index += 5 + length
         }
         return result

@@ -1,13 +1,14 @@
-@testable import Connect
 import Foundation
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import Connect
 @testable import Framing
 @testable import ServerCore
 @testable import ServerSeam
-import Synchronization
 @testable import TCP
 @testable import TLSStreams
-import TestSupport
-import Testing
 @testable import Transport
 
 /// The loop's hand-over of work from other threads, around its shutdown.
@@ -75,8 +76,13 @@ import Testing
         _ = loop.submit { 0 }
         let quiet = loop.turns.snapshot
         #expect(quiet.turns > 0)
-        #expect(Duration.milliseconds(quiet.longestMilliseconds) < idle / 2, "\(idle) of waiting for I/O was counted as busy")
-        _ = loop.submit { usleep(30_000); return 0 }
+        #expect(
+            Duration.milliseconds(quiet.longestMilliseconds) < idle / 2,
+            "\(idle) of waiting for I/O was counted as busy")
+        _ = loop.submit {
+            usleep(30_000)
+            return 0
+        }
         _ = loop.submit { 0 }  // the turn after ends the long one
         let after = loop.turns.snapshot
         #expect(after.longestMilliseconds >= 30)

@@ -1,20 +1,21 @@
 import Base
-@testable import Connect
 import Foundation
-@testable import Framing
 import RPC
 import RPCTestSupport
 import RPCTesting
 import RPCWire
 import Schema
-@testable import ServerCore
-@testable import ServerSeam
 import Synchronization
-@testable import TCP
 import TLS
-@testable import TLSStreams
 import TestSupport
 import Testing
+
+@testable import Connect
+@testable import Framing
+@testable import ServerCore
+@testable import ServerSeam
+@testable import TCP
+@testable import TLSStreams
 @testable import Transport
 
 /// A server on several event loops (`Limits.loops`): the acceptor spreads connections over them, each
@@ -31,7 +32,8 @@ import Testing
 
     /// One call on a connection of its own (an `RPCClient` makes one connection per endpoint).
     func connectAndCall(_ server: TCPServer) async throws -> RPCClient {
-        let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)], retry: .init(maxAttempts: 1))
+        let client = RPCClient(
+            transports: [try TCPClientTransport(endpoint: server.address)], retry: .init(maxAttempts: 1))
         let reply = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [7]))
         #expect(reply.payload == [7])
         return client
@@ -95,7 +97,9 @@ import Testing
 
     /// At the limit, the newcomer takes the place of the connection idle longest, wherever it lives:
     /// here on the second loop, while the acceptor's own connection is fresher.
-    @Test(arguments: Limit.allCases) func aNewcomerReclaimsTheLongestIdleConnectionOnAnotherLoop(_ limit: Limit) async throws {
+    @Test(arguments: Limit.allCases) func aNewcomerReclaimsTheLongestIdleConnectionOnAnotherLoop(_ limit: Limit)
+        async throws
+    {
         var limits = Self.limits(loops: 2)
         if limit == .all { limits.maxConnections = 2 } else { limits.maxConnectionsPerPeer = 2 }
         try await Harness.with(.tcp, limits: limits) { harness in
@@ -183,7 +187,9 @@ import Testing
             #expect(tcp.figures().connectionsPerLoop == [2, 2])
             for socket in sockets {
                 let told = try await socket.receiveFrame()
-                #expect(told.callID == 0 && told.statusCode == StatusCode.unavailable.rawValue && told.statusMessage.contains("idle"))
+                #expect(
+                    told.callID == 0 && told.statusCode == StatusCode.unavailable.rawValue
+                        && told.statusMessage.contains("idle"))
                 #expect(await socket.readUntilClosed().closed)
             }
             try await waitUntil { tcp.figures().connectionsPerLoop == [0, 0] }
@@ -193,14 +199,17 @@ import Testing
     /// Calls in flight on every loop finish and are answered; then every loop's connections close,
     /// well before the grace period would have closed them (both stretched by `TestTime`, so the bound stays below it).
     @Test func gracefulShutdownDrainsEveryLoop() async throws {
-        let server = try TCPServer(rpc: RPCServer(name: "drain", services: [FaultyService()]), port: 0, limits: Self.limits(loops: 2))
+        let server = try TCPServer(
+            rpc: RPCServer(name: "drain", services: [FaultyService()]), port: 0, limits: Self.limits(loops: 2))
         var clients: [RPCClient] = []
         for _ in 0..<4 { clients.append(try await connectAndCall(server)) }
         #expect(server.figures().connectionsPerLoop == [2, 2])
         let streams = clients.map { client in
             Task {
                 var received = 0
-                for try await _ in client.serverStreaming(RpcV1.Echo.stream, RpcV1.EchoRequest(payload: [1], count: 5, delayMs: 100)) {
+                for try await _ in client.serverStreaming(
+                    RpcV1.Echo.stream, RpcV1.EchoRequest(payload: [1], count: 5, delayMs: 100))
+                {
                     received += 1
                 }
                 return received
@@ -213,7 +222,9 @@ import Testing
         for stream in streams { #expect(try await stream.value == 5) }
         #expect(took < TestTime.scaled(.seconds(8)), "every loop drained (took \(took))")
         for client in clients {
-            await expectStatus(.unavailable) { _ = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [1])) }
+            await expectStatus(.unavailable) {
+                _ = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [1]))
+            }
             client.close()
         }
     }
@@ -223,12 +234,16 @@ import Testing
         let serverPair = try certificates.issue("echo-server")
         let clientPair = try certificates.issue("gateway")
         let server = TCPServer(port: 0, limits: Self.limits(loops: 2))
-        server.serveTLS(try .server(certificateFile: serverPair.certificate, keyFile: serverPair.key, caFile: certificates.caFile))
+        server.serveTLS(
+            try .server(certificateFile: serverPair.certificate, keyFile: serverPair.key, caFile: certificates.caFile))
         try RPCServer(name: "tls-loops", services: [EchoService()]).serve(over: server)
-        let credentials = try TLSCredentials.client(certificateFile: clientPair.certificate, keyFile: clientPair.key, caFile: certificates.caFile)
+        let credentials = try TLSCredentials.client(
+            certificateFile: clientPair.certificate, keyFile: clientPair.key, caFile: certificates.caFile)
         var clients: [RPCClient] = []
         for _ in 0..<4 {
-            let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address, tls: credentials)], retry: .init(maxAttempts: 1))
+            let client = RPCClient(
+                transports: [try TCPClientTransport(endpoint: server.address, tls: credentials)],
+                retry: .init(maxAttempts: 1))
             #expect(try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [1])).payload == [1])
             clients.append(client)
         }
@@ -237,7 +252,8 @@ import Testing
             let payload = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 13) }
             #expect(try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: payload)).payload == payload)
             var streamed = 0
-            for try await reply in client.serverStreaming(RpcV1.Echo.stream, RpcV1.EchoRequest(payload: [5], count: 20)) {
+            for try await reply in client.serverStreaming(RpcV1.Echo.stream, RpcV1.EchoRequest(payload: [5], count: 20))
+            {
                 #expect(reply.index == streamed)
                 streamed += 1
             }

@@ -1,11 +1,12 @@
+import TestSupport
+import Testing
+
 @testable import Connect
 @testable import Framing
 @testable import ServerCore
 @testable import ServerSeam
 @testable import TCP
 @testable import TLSStreams
-import TestSupport
-import Testing
 @testable import Transport
 
 @Suite struct FrameCodecTests {
@@ -74,7 +75,9 @@ import Testing
             let piece = min(stream.count - offset, Int(generator.next() % 100_000) + 1)
             if let room = decoder.roomForRestOfFrame(atLeast: 16 * 1024) {
                 let count = min(piece, room.count)
-                stream[offset..<offset + count].withUnsafeBytes { room.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: count) }
+                stream[offset..<offset + count].withUnsafeBytes {
+                    room.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: count)
+                }
                 decoder.didAppendInPlace(count)
                 offset += count
                 inPlace += count

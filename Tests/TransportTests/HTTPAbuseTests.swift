@@ -1,17 +1,18 @@
-@testable import Connect
 import Foundation
-@testable import Framing
 import RPC
 import RPCTestSupport
 import RPCTesting
 import RPCWire
 import Schema
+import TestSupport
+import Testing
+
+@testable import Connect
+@testable import Framing
 @testable import ServerCore
 @testable import ServerSeam
 @testable import TCP
 @testable import TLSStreams
-import TestSupport
-import Testing
 @testable import Transport
 
 /// Issue 22: the abuse suite's attacks against the HTTP side of the one port, bounded and small
@@ -56,7 +57,9 @@ import Testing
                 // A header byte now and then does not keep a request alive past the frame timeout.
                 socket.write(Array("a".utf8))
                 let (bytes, closed) = await socket.readUntilClosed()
-                #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 408 Request Timeout\r\n"), "\(String(decoding: bytes, as: UTF8.self))")
+                #expect(
+                    String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 408 Request Timeout\r\n"),
+                    "\(String(decoding: bytes, as: UTF8.self))")
                 #expect(closed)
             }
         }
@@ -66,16 +69,25 @@ import Testing
         try await Harness.with(.tcp, limits: Self.limits()) { harness in
             let port = harness.tcp!.port
             let headers = try RawSocket(port: port)
-            headers.write(Array("GET /x HTTP/1.1\r\nHost: t\r\nX-Big: \(String(repeating: "b", count: 20 << 10))\r\n\r\n".utf8))
+            headers.write(
+                Array("GET /x HTTP/1.1\r\nHost: t\r\nX-Big: \(String(repeating: "b", count: 20 << 10))\r\n\r\n".utf8))
             let body = try RawSocket(port: port)
-            body.write(Array("POST /menagerie.rpc.v1.Echo/Echo HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: \(2 << 20)\r\n\r\n".utf8))
+            body.write(
+                Array(
+                    "POST /menagerie.rpc.v1.Echo/Echo HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: \(2 << 20)\r\n\r\n"
+                        .utf8))
             let chunked = try RawSocket(port: port)
-            chunked.write(Array("POST /menagerie.rpc.v1.Echo/Echo HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n".utf8))
+            chunked.write(
+                Array(
+                    "POST /menagerie.rpc.v1.Echo/Echo HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                        .utf8))
             chunked.write(Array("100000\r\n".utf8) + [UInt8](repeating: 0x20, count: 1 << 20) + Array("\r\n1\r\n".utf8))
             #expect(try await Self.slowestHealthCheck(harness) < Self.healthBound)
             for (socket, status) in [(headers, "431"), (body, "413"), (chunked, "413")] {
                 let (bytes, closed) = await socket.readUntilClosed()
-                #expect(String(decoding: bytes.prefix(12), as: UTF8.self) == "HTTP/1.1 \(status)", "\(String(decoding: bytes.prefix(80), as: UTF8.self))")
+                #expect(
+                    String(decoding: bytes.prefix(12), as: UTF8.self) == "HTTP/1.1 \(status)",
+                    "\(String(decoding: bytes.prefix(80), as: UTF8.self))")
                 #expect(closed)
             }
         }
@@ -86,7 +98,8 @@ import Testing
     @Test func connectionsBeyondTheLimitReclaimIdleKeepAliveOnes() async throws {
         try await Harness.with(.tcp, limits: Self.limits()) { harness in
             let port = harness.tcp!.port
-            let check = "GET /menagerie.rpc.v1.Health/Check?connect=v1&encoding=json&message=%7B%7D HTTP/1.1\r\nHost: t\r\n\r\n"
+            let check =
+                "GET /menagerie.rpc.v1.Health/Check?connect=v1&encoding=json&message=%7B%7D HTTP/1.1\r\nHost: t\r\n\r\n"
             var sockets: [RawSocket] = []
             for _ in 0..<12 {
                 let socket = try RawSocket(port: port)
@@ -115,7 +128,9 @@ import Testing
             var flood: [UInt8] = []
             for index in 0..<count {
                 let body = #"{"payload":"\#(Data("\(index)".utf8).base64EncodedString())"}"#
-                flood += Array("POST /menagerie.rpc.v1.Echo/Echo HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8)
+                flood += Array(
+                    "POST /menagerie.rpc.v1.Echo/Echo HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                        .utf8)
             }
             Task.detached { socket.write(flood) }
             #expect(try await Self.slowestHealthCheck(harness) < Self.healthBound)
@@ -123,7 +138,11 @@ import Testing
             for index in 0..<count {
                 let reply = try await StreamReply.read(from: socket)
                 let expected = Data("\(index)".utf8).base64EncodedString()
-                if reply.status != 200 || !String(decoding: reply.body, as: UTF8.self).contains("\"payload\":\"\(expected)\"") { inOrder = false }
+                if reply.status != 200
+                    || !String(decoding: reply.body, as: UTF8.self).contains("\"payload\":\"\(expected)\"")
+                {
+                    inOrder = false
+                }
             }
             #expect(inOrder)
         }

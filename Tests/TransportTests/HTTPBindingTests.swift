@@ -1,17 +1,18 @@
 import Base
-@testable import Connect
 import Foundation
-@testable import Framing
 import HTTP
 import RPC
 import RPCTesting
 import Schema
+import TestSupport
+import Testing
+
+@testable import Connect
+@testable import Framing
 @testable import ServerCore
 @testable import ServerSeam
 @testable import TCP
 @testable import TLSStreams
-import TestSupport
-import Testing
 @testable import Transport
 
 /// Plain HTTP routes as bindings that run through the server's call pipeline (`HTTPRouteJob`, `RPCServer.serve`):
@@ -67,23 +68,31 @@ import Testing
 
     @Test func failuresAnswerByTheirCategoryInTheRESTStyle() async throws {
         try await Self.serve { port, _ in
-            let answers = try await HTTPRoutesTests.exchange(port, [
-                "GET /items/missing HTTP/1.1\r\nHost: x", "GET /items/bad HTTP/1.1\r\nHost: x", "GET /items/busy HTTP/1.1\r\nHost: x",
-                "GET /items/broken HTTP/1.1\r\nHost: x", "GET /items/1 HTTP/1.1\r\nHost: x",
-            ])
+            let answers = try await HTTPRoutesTests.exchange(
+                port,
+                [
+                    "GET /items/missing HTTP/1.1\r\nHost: x", "GET /items/bad HTTP/1.1\r\nHost: x",
+                    "GET /items/busy HTTP/1.1\r\nHost: x",
+                    "GET /items/broken HTTP/1.1\r\nHost: x", "GET /items/1 HTTP/1.1\r\nHost: x",
+                ])
             #expect(answers.map(\.status) == [404, 422, 503, 500, 200])
-            #expect(answers.map { Self.detail($0.body) } == [
-                "no such item", "a \"bad\" id", "storage is busy", "internal error while serving GET /items/{id}", nil,
-            ])
+            #expect(
+                answers.map { Self.detail($0.body) } == [
+                    "no such item", "a \"bad\" id", "storage is busy", "internal error while serving GET /items/{id}",
+                    nil,
+                ])
             #expect(answers[0].headers["content-type"] == "application/json")
         }
     }
 
     @Test func routesAreCountedInTheStatsUnderTheirBindings() async throws {
         try await Self.serve { port, rpc in
-            _ = try await HTTPRoutesTests.exchange(port, [
-                "GET /items/1 HTTP/1.1\r\nHost: x", "GET /items/missing HTTP/1.1\r\nHost: x", "GET /secret HTTP/1.1\r\nHost: x",
-            ])
+            _ = try await HTTPRoutesTests.exchange(
+                port,
+                [
+                    "GET /items/1 HTTP/1.1\r\nHost: x", "GET /items/missing HTTP/1.1\r\nHost: x",
+                    "GET /secret HTTP/1.1\r\nHost: x",
+                ])
             let figures = Dictionary(uniqueKeysWithValues: rpc.stats.snapshot().map { ($0.path, $0) })
             let items = try #require(figures["GET /items/{id}"], "\(figures.keys.sorted())")
             #expect(items.calls == 2 && items.errors == 1)
@@ -95,9 +104,11 @@ import Testing
 
     @Test func aBoundRouteIsGuardedAsItsMethod() async throws {
         try await Self.serve { port, _ in
-            let answers = try await HTTPRoutesTests.exchange(port, [
-                "GET /secret HTTP/1.1\r\nHost: x", "GET /secret HTTP/1.1\r\nHost: x\r\nAuthorization: letmein",
-            ])
+            let answers = try await HTTPRoutesTests.exchange(
+                port,
+                [
+                    "GET /secret HTTP/1.1\r\nHost: x", "GET /secret HTTP/1.1\r\nHost: x\r\nAuthorization: letmein",
+                ])
             #expect(answers.map(\.status) == [401, 200])
             #expect(Self.detail(answers[0].body) == "no password")
         }
@@ -105,18 +116,26 @@ import Testing
 
     @Test func aRoutePastItsDeadlineAnswers504() async throws {
         try await Self.serve { port, rpc in
-            let answers = try await HTTPRoutesTests.exchange(port, [
-                "GET /slow HTTP/1.1\r\nHost: x\r\nConnect-Timeout-Ms: 20", "GET /items/1 HTTP/1.1\r\nHost: x\r\nConnect-Timeout-Ms: soon",
-            ])
+            let answers = try await HTTPRoutesTests.exchange(
+                port,
+                [
+                    "GET /slow HTTP/1.1\r\nHost: x\r\nConnect-Timeout-Ms: 20",
+                    "GET /items/1 HTTP/1.1\r\nHost: x\r\nConnect-Timeout-Ms: soon",
+                ])
             #expect(answers.map(\.status) == [504, 422])
-            #expect(rpc.stats.snapshot().first { $0.path == "GET /slow" }?.byStatus[Int(StatusCode.deadlineExceeded.rawValue)] == 1)
+            #expect(
+                rpc.stats.snapshot().first { $0.path == "GET /slow" }?.byStatus[
+                    Int(StatusCode.deadlineExceeded.rawValue)] == 1)
         }
     }
 
     @Test func headAnswersWithGETsHeadAndNoBody() async throws {
         try await Self.serve { port, _ in
             let socket = try RawSocket(port: port)
-            socket.write(Array("HEAD /items/1 HTTP/1.1\r\nHost: x\r\n\r\nGET /items/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+            socket.write(
+                Array(
+                    "HEAD /items/1 HTTP/1.1\r\nHost: x\r\n\r\nGET /items/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                        .utf8))
             let text = String(decoding: await socket.readUntilClosed().bytes, as: UTF8.self)
             let answers = text.components(separatedBy: "HTTP/1.1 ").dropFirst()
             #expect(answers.count == 2, "\(text)")
@@ -133,7 +152,10 @@ import Testing
     @Test func headOfAMissingPageIs404WithoutABody() async throws {
         try await Self.serve { port, _ in
             let socket = try RawSocket(port: port)
-            socket.write(Array("HEAD /nowhere HTTP/1.1\r\nHost: x\r\n\r\nGET /items/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+            socket.write(
+                Array(
+                    "HEAD /nowhere HTTP/1.1\r\nHost: x\r\n\r\nGET /items/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                        .utf8))
             let text = String(decoding: await socket.readUntilClosed().bytes, as: UTF8.self)
             let answers = text.components(separatedBy: "HTTP/1.1 ").dropFirst()
             #expect(answers.count == 2, "\(text)")

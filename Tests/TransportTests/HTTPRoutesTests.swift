@@ -1,16 +1,17 @@
-@testable import Connect
 import Foundation
-@testable import Framing
 import HTTP
 import RPC
 import RPCTesting
 import RPCWire
+import TestSupport
+import Testing
+
+@testable import Connect
+@testable import Framing
 @testable import ServerCore
 @testable import ServerSeam
 @testable import TCP
 @testable import TLSStreams
-import TestSupport
-import Testing
 @testable import Transport
 
 /// Plain HTTP routes beside Connect on one port (`TCPServer.serveHTTP`): GET handlers by path and
@@ -21,7 +22,8 @@ import Testing
 
     static func serve(_ body: (Int) async throws -> Void) async throws {
         let web = FileManager.default.temporaryDirectory.appendingPathComponent("routes-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: web.appendingPathComponent("css"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: web.appendingPathComponent("css"), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: web) }
         try Data("<!doctype html><title>hi</title>".utf8).write(to: web.appendingPathComponent("index.html"))
         try Data("body { color: red }".utf8).write(to: web.appendingPathComponent("css/site.css"))
@@ -44,7 +46,9 @@ import Testing
     }
 
     /// Sends `requests` on one connection, the last with `Connection: close`, and reads every answer.
-    static func exchange(_ port: Int, _ requests: [String]) async throws -> [(status: Int, headers: [String: String], body: [UInt8])] {
+    static func exchange(_ port: Int, _ requests: [String]) async throws -> [(
+        status: Int, headers: [String: String], body: [UInt8]
+    )] {
         let socket = try RawSocket(port: port)
         var bytes: [UInt8] = []
         for (index, request) in requests.enumerated() {
@@ -73,7 +77,8 @@ import Testing
 
     @Test func routesAnswerByPathAndPrefixOnOneKeptAliveConnection() async throws {
         try await Self.serve { port in
-            let answers = try await Self.exchange(port, ["GET /items/42 HTTP/1.1\r\nHost: x", "GET /big HTTP/1.1\r\nHost: x"])
+            let answers = try await Self.exchange(
+                port, ["GET /items/42 HTTP/1.1\r\nHost: x", "GET /big HTTP/1.1\r\nHost: x"])
             #expect(answers.count == 2)
             #expect(answers[0].status == 200)
             #expect(String(decoding: answers[0].body, as: UTF8.self) == "item 42\n")
@@ -87,11 +92,13 @@ import Testing
             let first = try #require(try await Self.exchange(port, ["GET /big HTTP/1.1\r\nHost: x"]).first)
             let tag = try #require(first.headers["etag"])
             #expect(first.headers["content-encoding"] == nil)
-            let answers = try await Self.exchange(port, [
-                "GET /big HTTP/1.1\r\nHost: x\r\nIf-None-Match: \(tag)",
-                "GET /big HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"other\"\r\nAccept-Encoding: br, gzip",
-                "GET /big HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip;q=0",
-            ])
+            let answers = try await Self.exchange(
+                port,
+                [
+                    "GET /big HTTP/1.1\r\nHost: x\r\nIf-None-Match: \(tag)",
+                    "GET /big HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"other\"\r\nAccept-Encoding: br, gzip",
+                    "GET /big HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip;q=0",
+                ])
             #expect(answers.map(\.status) == [304, 200, 200])
             #expect(answers[0].body.isEmpty)
             #expect(answers[1].headers["content-encoding"] == "gzip")
@@ -102,10 +109,14 @@ import Testing
 
     @Test func staticFilesAreServedAtTheRootWithTheirTypes() async throws {
         try await Self.serve { port in
-            let answers = try await Self.exchange(port, [
-                "GET / HTTP/1.1\r\nHost: x", "GET /index.html HTTP/1.1\r\nHost: x", "GET /css/site.css HTTP/1.1\r\nHost: x",
-                "GET /.hidden HTTP/1.1\r\nHost: x", "GET /../../etc/passwd HTTP/1.1\r\nHost: x", "GET /missing.js HTTP/1.1\r\nHost: x",
-            ])
+            let answers = try await Self.exchange(
+                port,
+                [
+                    "GET / HTTP/1.1\r\nHost: x", "GET /index.html HTTP/1.1\r\nHost: x",
+                    "GET /css/site.css HTTP/1.1\r\nHost: x",
+                    "GET /.hidden HTTP/1.1\r\nHost: x", "GET /../../etc/passwd HTTP/1.1\r\nHost: x",
+                    "GET /missing.js HTTP/1.1\r\nHost: x",
+                ])
             try #require(answers.map(\.status) == [200, 200, 200, 404, 404, 404])
             #expect(answers[0].headers["content-type"] == "text/html; charset=utf-8")
             #expect(answers[0].body == answers[1].body)
@@ -117,11 +128,13 @@ import Testing
     @Test func whatNoRouteMatchesIsConnectsOr404() async throws {
         try await Self.serve { port in
             let echo = RpcV1.Echo.echo.path
-            let answers = try await Self.exchange(port, [
-                "POST \(echo) HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
-                "POST /big HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 0",
-                "GET /nothing/here HTTP/1.1\r\nHost: x",
-            ])
+            let answers = try await Self.exchange(
+                port,
+                [
+                    "POST \(echo) HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+                    "POST /big HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 0",
+                    "GET /nothing/here HTTP/1.1\r\nHost: x",
+                ])
             try #require(answers.map(\.status) == [200, 404, 404])
             #expect(answers[0].headers["content-type"] == "application/json")
         }

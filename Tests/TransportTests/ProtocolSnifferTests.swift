@@ -1,17 +1,18 @@
-@testable import Connect
 import Foundation
-@testable import Framing
 import RPC
 import RPCTestSupport
 import RPCTesting
 import RPCWire
 import Schema
+import TestSupport
+import Testing
+
+@testable import Connect
+@testable import Framing
 @testable import ServerCore
 @testable import ServerSeam
 @testable import TCP
 @testable import TLSStreams
-import TestSupport
-import Testing
 @testable import Transport
 
 /// One port, one listener: a connection's first byte picks its protocol. Our frames and HTTP (the
@@ -19,7 +20,8 @@ import Testing
 /// server goes on serving everyone else.
 @Suite struct ProtocolSnifferTests {
     @Test(arguments: [
-        (UInt8(0x00), ProtocolSniffer.Kind.frames), (0x16, .tls), (UInt8(ascii: "G"), .http), (UInt8(ascii: "P"), .http),
+        (UInt8(0x00), ProtocolSniffer.Kind.frames), (0x16, .tls), (UInt8(ascii: "G"), .http),
+        (UInt8(ascii: "P"), .http),
         (UInt8(ascii: "O"), .http), (0x01, .frames), (UInt8(ascii: "g"), .frames), (0xFF, .frames),
     ])
     func theFirstBytePicksTheProtocol(_ byte: UInt8, _ kind: ProtocolSniffer.Kind) {
@@ -29,8 +31,10 @@ import Testing
     @Test func anHTTPClientIsServedConnectOnTheSamePort() async throws {
         try await Harness.with(.tcp) { harness in
             let socket = try RawSocket(port: harness.tcp!.port)
-            socket.write(Array(
-                "GET /menagerie.rpc.v1.Health/Check?connect=v1&encoding=json&message=%7B%7D HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8))
+            socket.write(
+                Array(
+                    "GET /menagerie.rpc.v1.Health/Check?connect=v1&encoding=json&message=%7B%7D HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+                        .utf8))
             let (bytes, closed) = await socket.readUntilClosed()
             let reply = String(decoding: bytes, as: UTF8.self)
             #expect(reply.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(reply)")
@@ -45,8 +49,10 @@ import Testing
         try await Harness.with(.tcp) { harness in
             let socket = try RawSocket(port: harness.tcp!.port)
             let body = [UInt8](repeating: UInt8(ascii: "x"), count: 256 << 10)
-            socket.write(Array(
-                "POST /menagerie.rpc.v1.Echo/Echo HTTP/1.1\r\nHost: h\r\nConnection: close\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body)
+            socket.write(
+                Array(
+                    "POST /menagerie.rpc.v1.Echo/Echo HTTP/1.1\r\nHost: h\r\nConnection: close\r\nContent-Length: \(body.count)\r\n\r\n"
+                        .utf8) + body)
             let (bytes, closed) = await socket.readUntilClosed()
             let reply = String(decoding: bytes, as: UTF8.self)
             #expect(reply.hasPrefix("HTTP/1.1 415 Unsupported Media Type\r\n"), "\(reply)")
@@ -137,7 +143,8 @@ import Testing
         try await Harness.with(.inProcess, services: [FaultyService()]) { harness in
             await expectStatus(.deadlineExceeded) {
                 _ = try await harness.client.unary(
-                    RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array("slow".utf8)), options: CallOptions(timeout: .milliseconds(100)))
+                    RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array("slow".utf8)),
+                    options: CallOptions(timeout: .milliseconds(100)))
             }
             // The handler, cancelled, finishes too: its answer comes second and is not counted.
             try await Task.sleep(for: TestTime.scaled(.milliseconds(200)))

@@ -67,7 +67,9 @@ import Transport
             address.sin_addr.s_addr = inet_addr("127.0.0.1")
             var length = socklen_t(MemoryLayout<sockaddr_in>.size)
             let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0
+                }
             }
             guard bound, listen(listener, 0) == 0 else { throw POSIXError(.EADDRINUSE) }
             let port = Int(UInt16(bigEndian: address.sin_port))
@@ -88,19 +90,25 @@ import Transport
         let alive = try server("alive")
         let connectTimeout = TestTime.scaled(.milliseconds(500)), deadline = TestTime.scaled(.seconds(20))
         let client = RPCClient(transports: [
-            try TCPClientTransport(endpoint: silent.address, connectTimeout: connectTimeout), try TCPClientTransport(endpoint: alive.address),
+            try TCPClientTransport(endpoint: silent.address, connectTimeout: connectTimeout),
+            try TCPClientTransport(endpoint: alive.address),
         ])
         let started = ContinuousClock.now
         for _ in 0..<4 {
-            let reply = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [3]), options: CallOptions(timeout: deadline))
+            let reply = try await client.unary(
+                RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [3]), options: CallOptions(timeout: deadline))
             #expect(reply.payload == [3])
         }
-        #expect(ContinuousClock.now - started < TestTime.scaled(.seconds(10)), "the calls waited for the silent endpoint")
+        #expect(
+            ContinuousClock.now - started < TestTime.scaled(.seconds(10)), "the calls waited for the silent endpoint")
         // Alone, the silent endpoint fails the call UNAVAILABLE, naming the timeout, long before its deadline.
-        let lonely = RPCClient(transports: [try TCPClientTransport(endpoint: silent.address, connectTimeout: connectTimeout)], retry: .init(maxAttempts: 1))
+        let lonely = RPCClient(
+            transports: [try TCPClientTransport(endpoint: silent.address, connectTimeout: connectTimeout)],
+            retry: .init(maxAttempts: 1))
         let began = ContinuousClock.now
         do {
-            _ = try await lonely.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [3]), options: CallOptions(timeout: deadline))
+            _ = try await lonely.unary(
+                RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [3]), options: CallOptions(timeout: deadline))
             Issue.record("a call to an endpoint that never answers succeeded")
         } catch let error as RPCError {
             #expect(error.code == .unavailable, "\(error)")
@@ -118,7 +126,9 @@ import Transport
         let dead = try server("dead")
         let deadAddress = dead.address
         await dead.shutdown(grace: .seconds(1))
-        let client = RPCClient(transports: [try TCPClientTransport(endpoint: deadAddress), try TCPClientTransport(endpoint: alive.address)])
+        let client = RPCClient(transports: [
+            try TCPClientTransport(endpoint: deadAddress), try TCPClientTransport(endpoint: alive.address),
+        ])
         for _ in 0..<10 {
             let reply = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [9]))
             #expect(reply.payload == [9])
@@ -185,7 +195,9 @@ import Transport
         await shutdown.value
     }
 
-    @Test(.timeLimit(.minutes(1))) func theBenchmarkFloorsEchoClientFailsInsteadOfWaitingForAClosedConnection() async throws {
+    @Test(.timeLimit(.minutes(1))) func theBenchmarkFloorsEchoClientFailsInsteadOfWaitingForAClosedConnection()
+        async throws
+    {
         let server = try RawEchoServer()
         let client = try await RawEchoClient(endpoint: server.address)
         #expect(try await client.echo([1, 2, 3]) == [1, 2, 3])
@@ -234,8 +246,12 @@ import Transport
         let socket = try RawSocket(port: server.port)
         // Ask for 4 GiB worth of streamed responses and never read them.
         let request = RpcV1.EchoRequest(payload: Array(repeating: 1, count: 64 << 10), count: 65_536)
-        socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .request, method: RpcV1.Echo.stream.path, hasPayload: true,
-                                                   payload: request.serializedBytes()).serializedBytes()))
+        socket.write(
+            FrameCodec.encode(
+                RpcV1.Frame(
+                    callID: 1, kind: .request, method: RpcV1.Echo.stream.path, hasPayload: true,
+                    payload: request.serializedBytes()
+                ).serializedBytes()))
         try await Task.sleep(for: TestTime.scaled(.seconds(1)))
         let sentAfterOneSecond = counter.sent.load(ordering: .relaxed)
         try await Task.sleep(for: TestTime.scaled(.seconds(1)))
@@ -244,7 +260,9 @@ import Transport
         // reads nothing never replenishes) holds a bounded number of messages (without
         // back-pressure it would be thousands a second).
         #expect(sentAfterOneSecond > 0)
-        #expect(sentAfterTwoSeconds <= FlowControl.initialWindow / (64 << 10), "kept sending to a client that reads nothing")
+        #expect(
+            sentAfterTwoSeconds <= FlowControl.initialWindow / (64 << 10), "kept sending to a client that reads nothing"
+        )
         _ = socket
         await server.shutdown(grace: .milliseconds(100))
     }
@@ -252,12 +270,17 @@ import Transport
     @Test func aStreamWaitingForASlowReaderEndsWhenTheClientCancels() async throws {
         var limits = TCPServer.Limits()
         limits.writeHighWater = 256 << 10
-        let server = try TCPServer(rpc: RPCServer(name: "stream", services: [CountingStream()]), port: 0, limits: limits)
+        let server = try TCPServer(
+            rpc: RPCServer(name: "stream", services: [CountingStream()]), port: 0, limits: limits)
         let socket = try RawSocket(port: server.port)
         // Far more than the client reads (nothing): the handler soon waits for it.
         let request = RpcV1.EchoRequest(payload: Array(repeating: 1, count: 64 << 10), count: 65_536)
-        socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .request, method: RpcV1.Echo.stream.path, hasPayload: true,
-                                                   payload: request.serializedBytes()).serializedBytes()))
+        socket.write(
+            FrameCodec.encode(
+                RpcV1.Frame(
+                    callID: 1, kind: .request, method: RpcV1.Echo.stream.path, hasPayload: true,
+                    payload: request.serializedBytes()
+                ).serializedBytes()))
         try await waitUntil { server.figures().callsInFlight == 1 }
         try await Task.sleep(for: TestTime.scaled(.milliseconds(500)))
         socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .cancel).serializedBytes()))
@@ -282,7 +305,9 @@ import Transport
         let deadline = ContinuousClock.now + TestTime.scaled(.seconds(1))
         do {
             let transport = try TCPClientTransport(endpoint: server.address)
-            _ = try? await transport.unary(CallHead(method: RpcV1.Echo.echo.path, deadline: deadline), request: RpcV1.EchoRequest().serializedBytes())
+            _ = try? await transport.unary(
+                CallHead(method: RpcV1.Echo.echo.path, deadline: deadline),
+                request: RpcV1.EchoRequest().serializedBytes())
         }
         try await waitUntil { server.rpc.stats.connectionFigures.open == 0 }
         // The call's deadline passes with its transport gone.
@@ -294,7 +319,9 @@ import Transport
         let dead = try server()
         let address = dead.address
         await dead.shutdown(grace: .seconds(1))
-        let client = RPCClient(transports: [try TCPClientTransport(endpoint: address)], retry: .init(maxAttempts: 3, initialBackoff: .seconds(30)))
+        let client = RPCClient(
+            transports: [try TCPClientTransport(endpoint: address)],
+            retry: .init(maxAttempts: 3, initialBackoff: .seconds(30)))
         let call = Task { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest()) }
         // The first attempt is refused at once; the call then waits 30 s before the second.
         try await Task.sleep(for: TestTime.scaled(.milliseconds(500)))

@@ -1,19 +1,20 @@
 import Base
-@testable import Connect
 import Foundation
-@testable import Framing
 import RPC
 import RPCTestSupport
 import RPCTesting
 import RPCWire
 import Schema
-@testable import ServerCore
-@testable import ServerSeam
 import Synchronization
-@testable import TCP
-@testable import TLSStreams
 import TestSupport
 import Testing
+
+@testable import Connect
+@testable import Framing
+@testable import ServerCore
+@testable import ServerSeam
+@testable import TCP
+@testable import TLSStreams
 @testable import Transport
 
 /// A server must shrug off clients that send garbage, too much, too little or too slowly, and keep
@@ -35,7 +36,8 @@ import Testing
 
     /// Fails unless the harness still answers an echo.
     func expectServing(_ harness: Harness) async throws {
-        let reply = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [42]), options: CallOptions(timeout: Self.ms(5000)))
+        let reply = try await harness.client.unary(
+            RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [42]), options: CallOptions(timeout: Self.ms(5000)))
         #expect(reply.payload == [42])
     }
 
@@ -52,7 +54,8 @@ import Testing
                 codes[reply.callID] = reply.statusCode
             }
             #expect(codes[1] == StatusCode.deadlineExceeded.rawValue)
-            #expect(codes[2].map { [StatusCode.ok.rawValue, StatusCode.deadlineExceeded.rawValue].contains($0) } == true)
+            #expect(
+                codes[2].map { [StatusCode.ok.rawValue, StatusCode.deadlineExceeded.rawValue].contains($0) } == true)
             #expect(codes[3] == StatusCode.ok.rawValue)
             try await expectServing(harness)
         }
@@ -63,7 +66,10 @@ import Testing
             var generator = SystemRandomNumberGenerator()
             for _ in 0..<20 {
                 let socket = try RawSocket(port: harness.tcp!.port)
-                socket.write((0..<Int.random(in: 1...4096, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+                socket.write(
+                    (0..<Int.random(in: 1...4096, using: &generator)).map { _ in
+                        UInt8.random(in: 0...255, using: &generator)
+                    })
                 #expect(await socket.readUntilClosed().closed)
                 try await expectServing(harness)
             }
@@ -108,12 +114,16 @@ import Testing
     @Test func oneBytePerIntervalClientIsDisconnected() async throws {
         try await Harness.with(.tcp, limits: Self.quickLimits) { harness in
             let socket = try RawSocket(port: harness.tcp!.port)
-            let frame = FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .request, method: RpcV1.Echo.echo.path).serializedBytes())
+            let frame = FrameCodec.encode(
+                RpcV1.Frame(callID: 1, kind: .request, method: RpcV1.Echo.echo.path).serializedBytes())
             var closed = false
             for byte in frame {
                 // Faster than the frame timeout per byte, far slower than it for the whole frame.
                 try await Task.sleep(for: Self.ms(150))
-                if !socket.write([byte]) { closed = true; break }
+                if !socket.write([byte]) {
+                    closed = true
+                    break
+                }
             }
             let closedByServer = closed ? true : await socket.readUntilClosed().closed
             #expect(closedByServer)
@@ -125,7 +135,8 @@ import Testing
         try await Harness.with(.tcp, limits: Self.quickLimits) { harness in
             do {
                 let socket = try RawSocket(port: harness.tcp!.port)
-                socket.write(Array(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .request).serializedBytes()).dropLast(2)))
+                socket.write(
+                    Array(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .request).serializedBytes()).dropLast(2)))
             }
             try await expectServing(harness)
         }
@@ -134,8 +145,10 @@ import Testing
     @Test func boundedFuzzOfMutatedValidFrames() async throws {
         try await Harness.with(.tcp, limits: Self.quickLimits) { harness in
             let valid = FrameCodec.encode(
-                RpcV1.Frame(callID: 7, kind: .request, method: RpcV1.Echo.echo.path, hasPayload: true,
-                            payload: RpcV1.EchoRequest(payload: [1, 2, 3]).serializedBytes()).serializedBytes())
+                RpcV1.Frame(
+                    callID: 7, kind: .request, method: RpcV1.Echo.echo.path, hasPayload: true,
+                    payload: RpcV1.EchoRequest(payload: [1, 2, 3]).serializedBytes()
+                ).serializedBytes())
             var generator = SystemRandomNumberGenerator()
             for round in 0..<150 {
                 var bytes = valid
@@ -188,7 +201,8 @@ import Testing
         try await Harness.with(.tcp, limits: limits) { harness in
             let socket = try RawSocket(port: harness.tcp!.port)
             // A call that outlasts the idle timeout: its request is the last frame for 3 s.
-            socket.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: [1], delayMs: UInt32(Self.scaledCount(3000))), id: 1))
+            socket.write(
+                RawSocket.echoFrame(RpcV1.EchoRequest(payload: [1], delayMs: UInt32(Self.scaledCount(3000))), id: 1))
             #expect(try await socket.receiveFrame().statusCode == StatusCode.ok.rawValue)
             // Just answered, so not idle: a sweep (every 500 ms) must leave the connection open.
             try await Task.sleep(for: Self.ms(700))
@@ -236,7 +250,8 @@ import Testing
             #expect(try await socket.receiveFrame().statusCode == StatusCode.ok.rawValue)
             // Call 1 is over, so its id may be used again: by a call without a deadline that
             // outlasts the first one's.
-            socket.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: [2], delayMs: UInt32(Self.scaledCount(3000))), id: 1))
+            socket.write(
+                RawSocket.echoFrame(RpcV1.EchoRequest(payload: [2], delayMs: UInt32(Self.scaledCount(3000))), id: 1))
             let reply = try await socket.receiveFrame()
             #expect(reply.callID == 1)
             #expect(reply.statusCode == StatusCode.ok.rawValue, "\(reply.statusMessage)")
@@ -251,7 +266,9 @@ import Testing
         try await Harness.with(.tcp, limits: limits) { harness in
             try await expectServing(harness)  // the harness client holds connection 1
             // Both connections have a call open, so neither is reclaimed as idle.
-            let busy = Task { try? await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [1], delayMs: 5000)) }
+            let busy = Task {
+                try? await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [1], delayMs: 5000))
+            }
             let second = try RawSocket(port: harness.tcp!.port)
             second.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: [2], delayMs: 5000), id: 1))
             try await waitUntil { harness.tcp!.figures().callsInFlight == 2 }
@@ -273,12 +290,17 @@ import Testing
         let rpc = RPCServer(name: "credit", services: [NeverReads()])
         let server = try TCPServer(rpc: rpc, port: 0, limits: Self.quickLimits)
         let socket = try RawSocket(port: server.port)
-        socket.write(FrameCodec.encode(RpcV1.Frame(
-            callID: 1, kind: .request, method: RpcV1.Echo.collect.path, clientStream: true).serializedBytes()))
+        socket.write(
+            FrameCodec.encode(
+                RpcV1.Frame(
+                    callID: 1, kind: .request, method: RpcV1.Echo.collect.path, clientStream: true
+                ).serializedBytes()))
         // 17 × 64 KiB: more than the 1 MiB window, to a handler that reads nothing.
         let chunk = RpcV1.EchoRequest(payload: Array(repeating: 9, count: 64 << 10)).serializedBytes()
         for _ in 0..<17 {
-            socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .message, hasPayload: true, payload: chunk).serializedBytes()))
+            socket.write(
+                FrameCodec.encode(
+                    RpcV1.Frame(callID: 1, kind: .message, hasPayload: true, payload: chunk).serializedBytes()))
         }
         let answer = try await socket.receiveFrame()
         #expect(answer.callID == 1 && answer.kind == .status)
@@ -294,12 +316,20 @@ import Testing
     @Test func aHalfCloseInsideAMessageIsInvalidArgument() async throws {
         try await Harness.with(.tcp, limits: Self.quickLimits) { harness in
             let socket = try RawSocket(port: harness.tcp!.port)
-            socket.write(FrameCodec.encode(RpcV1.Frame(
-                callID: 1, kind: .request, method: RpcV1.Echo.collect.path, clientStream: true).serializedBytes()))
+            socket.write(
+                FrameCodec.encode(
+                    RpcV1.Frame(
+                        callID: 1, kind: .request, method: RpcV1.Echo.collect.path, clientStream: true
+                    ).serializedBytes()))
             let first = RpcV1.EchoRequest(payload: [1, 2, 3]).serializedBytes()
-            socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .message, hasPayload: true, payload: first).serializedBytes()))
-            socket.write(FrameCodec.encode(RpcV1.Frame(
-                callID: 1, kind: .message, hasPayload: true, payload: [0x0A, 0x10], continues: true).serializedBytes()))
+            socket.write(
+                FrameCodec.encode(
+                    RpcV1.Frame(callID: 1, kind: .message, hasPayload: true, payload: first).serializedBytes()))
+            socket.write(
+                FrameCodec.encode(
+                    RpcV1.Frame(
+                        callID: 1, kind: .message, hasPayload: true, payload: [0x0A, 0x10], continues: true
+                    ).serializedBytes()))
             socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .endStream).serializedBytes()))
             let answer = try await socket.receiveFrame()
             #expect(answer.callID == 1)
@@ -324,11 +354,17 @@ import Testing
                 }
             }
             let socket = try RawSocket(port: harness.tcp!.port)
-            socket.write(FrameCodec.encode(RpcV1.Frame(
-                callID: 1, kind: .request, method: RpcV1.Echo.collect.path, clientStream: true).serializedBytes()))
+            socket.write(
+                FrameCodec.encode(
+                    RpcV1.Frame(
+                        callID: 1, kind: .request, method: RpcV1.Echo.collect.path, clientStream: true
+                    ).serializedBytes()))
             let part = [UInt8](repeating: 0, count: 64 << 10)
             for _ in 0..<2 {
-                socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .message, hasPayload: true, payload: part, continues: true).serializedBytes()))
+                socket.write(
+                    FrameCodec.encode(
+                        RpcV1.Frame(callID: 1, kind: .message, hasPayload: true, payload: part, continues: true)
+                            .serializedBytes()))
             }
             let answer = try await socket.receiveFrame()
             #expect(answer.statusCode == StatusCode.resourceExhausted.rawValue, "\(answer.statusMessage)")

@@ -24,14 +24,18 @@ import Transport
 
     func tlsServer(_ name: String = "echo") throws -> TCPServer {
         let server = TCPServer(port: 0)
-        server.serveTLS(try .server(certificateFile: serverPair.certificate, keyFile: serverPair.key, caFile: certificates.caFile))
+        server.serveTLS(
+            try .server(certificateFile: serverPair.certificate, keyFile: serverPair.key, caFile: certificates.caFile))
         try RPCServer(name: name, services: [EchoService()]).serve(over: server)
         return server
     }
 
     func client(_ server: TCPServer, pair: (certificate: String, key: String)?, ca: String? = nil) throws -> RPCClient {
-        let credentials = try TLSCredentials.client(certificateFile: pair?.certificate, keyFile: pair?.key, caFile: ca ?? certificates.caFile)
-        return RPCClient(transports: [try TCPClientTransport(endpoint: server.address, tls: credentials)], retry: .init(maxAttempts: 1))
+        let credentials = try TLSCredentials.client(
+            certificateFile: pair?.certificate, keyFile: pair?.key, caFile: ca ?? certificates.caFile)
+        return RPCClient(
+            transports: [try TCPClientTransport(endpoint: server.address, tls: credentials)],
+            retry: .init(maxAttempts: 1))
     }
 
     /// The error a call gets, as text.
@@ -81,10 +85,13 @@ import Transport
         var limits = TCPServer.Limits()
         limits.maxConnections = 24
         let server = TCPServer(port: 0, limits: limits)
-        server.serveTLS(try .server(certificateFile: serverPair.certificate, keyFile: serverPair.key, caFile: certificates.caFile))
+        server.serveTLS(
+            try .server(certificateFile: serverPair.certificate, keyFile: serverPair.key, caFile: certificates.caFile))
         try RPCServer(name: "echo", services: [EchoService()]).serve(over: server)
         let port = try #require(Int(server.address.split(separator: ":").last ?? ""))
-        let context = try TLSCredentials.client(certificateFile: clientPair.certificate, keyFile: clientPair.key, caFile: certificates.caFile).context
+        let context = try TLSCredentials.client(
+            certificateFile: clientPair.certificate, keyFile: clientPair.key, caFile: certificates.caFile
+        ).context
         let hello: [UInt8] = try {
             let session = try TLSSession(context: context, serverName: "127.0.0.1")
             #expect(try session.handshake() == .wantsMore)
@@ -98,24 +105,33 @@ import Transport
         try await Task.sleep(for: TestTime.scaled(.milliseconds(200)))
         // A newcomer still gets in (the quietest half-way handshake makes room) and is served.
         let client = try client(server, pair: clientPair)
-        let reply = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [7]), options: CallOptions(timeout: TestTime.scaled(.seconds(10))))
+        let reply = try await client.unary(
+            RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [7]),
+            options: CallOptions(timeout: TestTime.scaled(.seconds(10))))
         #expect(reply.payload == [7])
         // Plaintext health checks and garbage after a TLS record header: told why or dropped, never served.
-        let health = FrameCodec.encode(RpcV1.Frame(
-            callID: 1, kind: .request, method: RpcV1.Health.check.path, hasPayload: true, payload: RpcV1.HealthCheckRequest().serializedBytes()
-        ).serializedBytes())
+        let health = FrameCodec.encode(
+            RpcV1.Frame(
+                callID: 1, kind: .request, method: RpcV1.Health.check.path, hasPayload: true,
+                payload: RpcV1.HealthCheckRequest().serializedBytes()
+            ).serializedBytes())
         for index in 0..<20 {
             let socket = try RawSocket(port: port)
-            socket.write(index % 2 == 0 ? health : [0x16, 0x03, 0x01, 0x00, 0x40] + [UInt8](repeating: 0x41, count: 64))
+            socket.write(
+                index % 2 == 0 ? health : [0x16, 0x03, 0x01, 0x00, 0x40] + [UInt8](repeating: 0x41, count: 64))
             let (bytes, closed) = await socket.readUntilClosed()
             #expect(closed, "attacker \(index) was not closed")
             let decoder = FrameDecoder(maxFrameSize: 1 << 20)
             decoder.append(bytes)
             while let envelope = try? decoder.next() {
                 let frame = try RpcV1.Frame(serializedBytes: envelope)
-                #expect(frame.callID == 0 && frame.statusCode == StatusCode.unauthenticated.rawValue, "attacker \(index) got \(frame)")
+                #expect(
+                    frame.callID == 0 && frame.statusCode == StatusCode.unauthenticated.rawValue,
+                    "attacker \(index) got \(frame)")
             }
-            let reply = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [UInt8(index)]), options: CallOptions(timeout: TestTime.scaled(.seconds(10))))
+            let reply = try await client.unary(
+                RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [UInt8(index)]),
+                options: CallOptions(timeout: TestTime.scaled(.seconds(10))))
             #expect(reply.payload == [UInt8(index)])
         }
         // Clients without a certificate on the binary protocol: refused, and the served client goes on.
@@ -135,7 +151,9 @@ import Transport
         let server = try tlsServer()
         let client = try client(server, pair: nil)
         let error = await failure(client)
-        #expect(error.contains("certificate required") && error.contains("the server refused this client's certificate"), "\(error)")
+        #expect(
+            error.contains("certificate required") && error.contains("the server refused this client's certificate"),
+            "\(error)")
         client.close()
         await server.shutdown(grace: .seconds(1))
     }
@@ -153,7 +171,9 @@ import Transport
         client = try self.client(server, pair: clientPair, ca: stranger.caFile)
         error = await failure(client)
         // The server sends its CA along (OpenSSL completes the chain), which the client does not trust.
-        #expect(error.contains("the server's certificate is refused: self-signed certificate in certificate chain"), "\(error)")
+        #expect(
+            error.contains("the server's certificate is refused: self-signed certificate in certificate chain"),
+            "\(error)")
         client.close()
         await server.shutdown(grace: .seconds(1))
     }
@@ -170,8 +190,11 @@ import Transport
 
     @Test func aPlaintextClientOfATLSServerIsToldToUseTLS() async throws {
         let server = try tlsServer()
-        let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)], retry: .init(maxAttempts: 1))
-        let error = await expectStatus(.unauthenticated) { _ = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest()) }
+        let client = RPCClient(
+            transports: [try TCPClientTransport(endpoint: server.address)], retry: .init(maxAttempts: 1))
+        let error = await expectStatus(.unauthenticated) {
+            _ = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest())
+        }
         #expect(error?.message.contains("accepts TLS connections only") == true, "\(String(describing: error))")
         client.close()
         // Plain HTTP on the TLS port: a 400 that says so.
@@ -193,32 +216,41 @@ import Transport
 
     @Test func httpOverTLSNeedsNoClientCertificate() async throws {
         let server = try tlsServer()
-        let output = try runSeparatingOutput("/usr/bin/curl", [
-            "-sS", "--cacert", certificates.caFile, "-H", "Content-Type: application/json",
-            "--data", #"{"payload":"aGk="}"#, "https://127.0.0.1:\(server.port)/menagerie.rpc.v1.Echo/Echo",
-        ], environment: ProcessInfo.processInfo.environment)
+        let output = try runSeparatingOutput(
+            "/usr/bin/curl",
+            [
+                "-sS", "--cacert", certificates.caFile, "-H", "Content-Type: application/json",
+                "--data", #"{"payload":"aGk="}"#, "https://127.0.0.1:\(server.port)/menagerie.rpc.v1.Echo/Echo",
+            ], environment: ProcessInfo.processInfo.environment)
         #expect(output.status == 0, "\(output.stderr)")
         #expect(output.stdout.contains(#""payload":"aGk=""#), "\(output.stdout)")
         // Without the CA, curl refuses our certificate.
-        let untrusted = try runSeparatingOutput("/usr/bin/curl", [
-            "-sS", "https://127.0.0.1:\(server.port)/menagerie.rpc.v1.Echo/Echo", "--data", "{}",
-        ], environment: ProcessInfo.processInfo.environment)
+        let untrusted = try runSeparatingOutput(
+            "/usr/bin/curl",
+            [
+                "-sS", "https://127.0.0.1:\(server.port)/menagerie.rpc.v1.Echo/Echo", "--data", "{}",
+            ], environment: ProcessInfo.processInfo.environment)
         #expect(untrusted.status != 0)
         await server.shutdown(grace: .seconds(1))
     }
 
     @Test func reloadedCertificatesServeNewConnectionsWhileOpenOnesGoOn() async throws {
         let server = TCPServer(port: 0)
-        let files = (certificate: certificates.directory.appendingPathComponent("live.pem").path,
-                     key: certificates.directory.appendingPathComponent("live.key").path)
+        let files = (
+            certificate: certificates.directory.appendingPathComponent("live.pem").path,
+            key: certificates.directory.appendingPathComponent("live.key").path
+        )
         try FileManager.default.copyItem(atPath: serverPair.certificate, toPath: files.certificate)
         try FileManager.default.copyItem(atPath: serverPair.key, toPath: files.key)
         // The CA file holds both CAs, so clients of either are accepted; the certificate changes CA.
         let next = try TestCertificates(name: "Next CA", in: certificates.directory)
         let bundle = certificates.directory.appendingPathComponent("bundle.pem").path
-        try (String(contentsOfFile: certificates.caFile, encoding: .utf8) + String(contentsOfFile: next.caFile, encoding: .utf8))
+        try
+            (String(contentsOfFile: certificates.caFile, encoding: .utf8)
+            + String(contentsOfFile: next.caFile, encoding: .utf8))
             .write(toFile: bundle, atomically: true, encoding: .utf8)
-        let credentials = try TLSCredentials.server(certificateFile: files.certificate, keyFile: files.key, caFile: bundle)
+        let credentials = try TLSCredentials.server(
+            certificateFile: files.certificate, keyFile: files.key, caFile: bundle)
         server.serveTLS(credentials)
         try RPCServer(name: "echo", services: [EchoService()]).serve(over: server)
 

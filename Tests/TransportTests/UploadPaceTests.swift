@@ -1,16 +1,17 @@
-@testable import Connect
 import Foundation
-@testable import Framing
 import RPC
 import RPCTestSupport
 import RPCTesting
 import RPCWire
+import TestSupport
+import Testing
+
+@testable import Connect
+@testable import Framing
 @testable import ServerCore
 @testable import ServerSeam
 @testable import TCP
 @testable import TLSStreams
-import TestSupport
-import Testing
 @testable import Transport
 
 /// Issue 24: open uploads cannot hold a replica. An upload that falls silent, or trickles, ends
@@ -34,13 +35,18 @@ import Testing
     }
 
     static func openUpload(_ socket: RawSocket, id: UInt64) {
-        socket.write(FrameCodec.encode(RpcV1.Frame(
-            callID: id, kind: .request, method: RpcV1.Echo.collect.path, clientStream: true).serializedBytes()))
+        socket.write(
+            FrameCodec.encode(
+                RpcV1.Frame(
+                    callID: id, kind: .request, method: RpcV1.Echo.collect.path, clientStream: true
+                ).serializedBytes()))
     }
 
     static func sendMessage(_ socket: RawSocket, id: UInt64, bytes: Int) {
         let payload = RpcV1.EchoRequest(payload: [UInt8](repeating: 7, count: bytes)).serializedBytes()
-        socket.write(FrameCodec.encode(RpcV1.Frame(callID: id, kind: .message, hasPayload: true, payload: payload).serializedBytes()))
+        socket.write(
+            FrameCodec.encode(
+                RpcV1.Frame(callID: id, kind: .message, hasPayload: true, payload: payload).serializedBytes()))
     }
 
     /// The next frame, or nil when none comes within the socket's receive timeout.
@@ -58,7 +64,9 @@ import Testing
             Self.sendMessage(socket, id: 1, bytes: 50)
             let started = ContinuousClock.now
             let answer = try await socket.receiveFrame()
-            #expect(answer.callID == 1 && answer.statusCode == StatusCode.deadlineExceeded.rawValue, "\(answer.statusMessage)")
+            #expect(
+                answer.callID == 1 && answer.statusCode == StatusCode.deadlineExceeded.rawValue,
+                "\(answer.statusMessage)")
             #expect(answer.statusMessage.contains("no message for"), "\(answer.statusMessage)")
             #expect(ContinuousClock.now - started >= Self.ms(400))
             try await waitUntil { harness.tcp!.figures().uploadsInProgress == 0 }
@@ -98,11 +106,16 @@ import Testing
     /// credit, waiting), the upload's pace is not held against it.
     @Test func anUploadWaitingOnASlowHandlerIsNotEnded() async throws {
         try await Harness.with(.tcp, limits: Self.limits) { harness in
-            let reply = try await harness.client.clientStreaming(RpcV1.Echo.collect, options: CallOptions(timeout: Self.ms(20_000))) { writer in
+            let reply = try await harness.client.clientStreaming(
+                RpcV1.Echo.collect, options: CallOptions(timeout: Self.ms(20_000))
+            ) { writer in
                 // 8 × 256 KiB: twice the 1 MiB window, to a handler taking 600 ms a message (longer than the
                 // idle timeout between two that the client could send).
                 for _ in 0..<8 {
-                    try await writer.send(RpcV1.EchoRequest(payload: [UInt8](repeating: 1, count: 256 << 10), delayMs: UInt32((600 * TestTime.scale).rounded())))
+                    try await writer.send(
+                        RpcV1.EchoRequest(
+                            payload: [UInt8](repeating: 1, count: 256 << 10),
+                            delayMs: UInt32((600 * TestTime.scale).rounded())))
                 }
             }
             #expect(reply.index == 8)
@@ -165,8 +178,12 @@ import Testing
                 for await frame in group { if let frame { frames.append(frame) } }
                 return frames
             }
-            #expect(told.contains { $0.callID == 0 && $0.statusCode == StatusCode.unavailable.rawValue && $0.statusMessage.contains("to make room") },
-                    "\(told.map(\.statusMessage))")
+            #expect(
+                told.contains {
+                    $0.callID == 0 && $0.statusCode == StatusCode.unavailable.rawValue
+                        && $0.statusMessage.contains("to make room")
+                },
+                "\(told.map(\.statusMessage))")
             #expect(harness.tcp!.figures().uploadsInProgress == 3)
         }
     }

@@ -1,18 +1,19 @@
-@testable import Connect
 import Foundation
-@testable import Framing
 import RPC
 import RPCTestSupport
 import RPCTesting
 import RPCWire
 import Schema
-@testable import ServerCore
-@testable import ServerSeam
 import Synchronization
-@testable import TCP
-@testable import TLSStreams
 import TestSupport
 import Testing
+
+@testable import Connect
+@testable import Framing
+@testable import ServerCore
+@testable import ServerSeam
+@testable import TCP
+@testable import TLSStreams
 @testable import Transport
 
 /// How handlers share the server's worker pool: one that waits gives its worker up, one that
@@ -61,7 +62,8 @@ import Testing
     @Test func healthReflectionAndStatsAreAnsweredAtOnceWhileEveryWorkerIsBusy() async throws {
         let service = GatedService()
         // One worker, so that the test keeps a thread of the cooperative pool.
-        let server = try TCPServer(rpc: RPCServer(name: "busy", services: [service]), port: 0, limits: Self.limits(workers: 1))
+        let server = try TCPServer(
+            rpc: RPCServer(name: "busy", services: [service]), port: 0, limits: Self.limits(workers: 1))
         let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
         // The worker is busy with a 2-second call (longer than three built-ins at their bound, stretched or not);
         // another call waits in the queue behind it. (Sent one after the other: sent together, the quick one could go
@@ -79,10 +81,13 @@ import Testing
         let answers = try await offPool { () -> [(code: UInt32, took: Duration)] in
             methods.enumerated().map { index, method in
                 let started = ContinuousClock.now
-                socket.write(FrameCodec.encode(RpcV1.Frame(callID: UInt64(index + 1), kind: .request, method: method, hasPayload: true).serializedBytes()))
+                socket.write(
+                    FrameCodec.encode(
+                        RpcV1.Frame(callID: UInt64(index + 1), kind: .request, method: method, hasPayload: true)
+                            .serializedBytes()))
                 guard let header = socket.readBlocking(count: FrameCodec.headerSize),
-                      let body = socket.readBlocking(count: header[1...].reduce(0) { $0 << 8 | Int($1) }),
-                      let frame = try? RpcV1.Frame(serializedBytes: body)
+                    let body = socket.readBlocking(count: header[1...].reduce(0) { $0 << 8 | Int($1) }),
+                    let frame = try? RpcV1.Frame(serializedBytes: body)
                 else { return (UInt32.max, RawSocket.defaultReceiveTimeout) }
                 return (frame.statusCode, ContinuousClock.now - started)
             }
@@ -90,19 +95,26 @@ import Testing
         print("built-ins with every worker busy: \(answers.map { "\($0.took)" })")
         for answer in answers {
             #expect(answer.code == StatusCode.ok.rawValue)
-            #expect(answer.took < TestTime.scaled(.milliseconds(50)), "a built-in waited behind domain calls: \(answer.took)")
+            #expect(
+                answer.took < TestTime.scaled(.milliseconds(50)),
+                "a built-in waited behind domain calls: \(answer.took)")
         }
-        #expect(service.running.load(ordering: .relaxed) == 1, "the 2-second call was over before the built-ins were asked")
+        #expect(
+            service.running.load(ordering: .relaxed) == 1, "the 2-second call was over before the built-ins were asked")
         for call in busy { _ = try await call.value }
         client.close()
         await server.shutdown(grace: TestTime.scaled(.seconds(5)))
     }
 
     /// "block:N", N being `milliseconds` stretched by `TestTime`, for a blocker that must outlast a stretched deadline.
-    static func block(_ milliseconds: Int) -> String { "block:\(Int((Double(milliseconds) * TestTime.scale).rounded()))" }
+    static func block(_ milliseconds: Int) -> String {
+        "block:\(Int((Double(milliseconds) * TestTime.scale).rounded()))"
+    }
 
     /// `milliseconds`, stretched by `TestTime`, in the microseconds of a request frame's timeout.
-    static func micros(_ milliseconds: Int) -> UInt64 { UInt64((Double(milliseconds) * 1000 * TestTime.scale).rounded()) }
+    static func micros(_ milliseconds: Int) -> UInt64 {
+        UInt64((Double(milliseconds) * 1000 * TestTime.scale).rounded())
+    }
 
     /// Waits until `count` handlers of `service` are running.
     static func waitUntilRunning(_ count: Int, _ service: GatedService) async throws {
@@ -118,7 +130,8 @@ import Testing
     /// Calls without a timeout unless given one (a client deadline would end a stuck test early,
     /// hiding what it checks; the suite's time limit ends it instead).
     static func echo(_ client: RPCClient, _ text: String, timeout: Duration? = nil) async throws {
-        _ = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array(text.utf8)), options: CallOptions(timeout: timeout))
+        _ = try await client.unary(
+            RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array(text.utf8)), options: CallOptions(timeout: timeout))
     }
 
     @Test func aHandlerThatWaitsDoesNotHoldItsWorker() async throws {
@@ -161,7 +174,9 @@ import Testing
             let (fastDone, slowDone) = (try await fast.value, try await slow.value)
             // Held back, "fast" would be answered with "block:1500", 2.5 s after the start: measured against that
             // answer, not the clock, so that a busy machine's delays (which both share) do not count.
-            #expect(fastDone < slowDone - .milliseconds(750), "the fast answer waited for the long handler: \(fastDone), \(slowDone)")
+            #expect(
+                fastDone < slowDone - .milliseconds(750),
+                "the fast answer waited for the long handler: \(fastDone), \(slowDone)")
             #expect(slowDone >= .milliseconds(2400))
         }
     }
@@ -188,7 +203,9 @@ import Testing
             try await Self.waitUntilRunning(1, service)
             // Queued behind the blocker (stretched on a busy machine, so that it still outlasts the deadline and the
             // cancel); the client gives up and tells the server.
-            await expectStatus(.deadlineExceeded) { try await Self.echo(harness.client, "never", timeout: .milliseconds(100)) }
+            await expectStatus(.deadlineExceeded) {
+                try await Self.echo(harness.client, "never", timeout: .milliseconds(100))
+            }
             try await blocker.value
             try await Self.echo(harness.client, "after")
             #expect(service.ran.load(ordering: .relaxed) == 2, "only the blocker and the last call ran")
@@ -204,7 +221,9 @@ import Testing
             let first = try await socket.receiveFrame()
             #expect(first.callID == 7)
             #expect(first.statusCode == StatusCode.deadlineExceeded.rawValue)
-            #expect(ContinuousClock.now - started < TestTime.scaled(.milliseconds(350)), "answered when the deadline passed, not when the handler ended")
+            #expect(
+                ContinuousClock.now - started < TestTime.scaled(.milliseconds(350)),
+                "answered when the deadline passed, not when the handler ended")
             // The handler's own late answer is dropped: the next frame answers the next call.
             socket.sendEcho("next", id: 8)
             let second = try await socket.receiveFrame()
@@ -228,7 +247,9 @@ import Testing
             #expect(reply.statusCode == StatusCode.deadlineExceeded.rawValue)
             // The handler was cancelled: its minute-long sleep ended early.
             let ended = ContinuousClock.now + TestTime.scaled(.seconds(5))
-            while service.running.load(ordering: .relaxed) > 0, ContinuousClock.now < ended { try await Task.sleep(for: .milliseconds(10)) }
+            while service.running.load(ordering: .relaxed) > 0, ContinuousClock.now < ended {
+                try await Task.sleep(for: .milliseconds(10))
+            }
             #expect(service.running.load(ordering: .relaxed) == 0)
             #expect(harness.tcp!.figures().callsInFlight == 0)
         }
@@ -264,19 +285,25 @@ import Testing
         let longRunningWhenQuickRan = Atomic<Int>(-1)
         let exporter = CallQueue(connection: nil), searcher = CallQueue(connection: nil)
         for _ in 0..<4 {
-            pool.submit(PoolJob(export) {
-                started.add(1, ordering: .relaxed)
-                if release.wait(timeout: .now() + 10 * TestTime.scale) == .success { released.add(1, ordering: .relaxed) }
-                finished.add(1, ordering: .relaxed)
-            }, to: exporter)
+            pool.submit(
+                PoolJob(export) {
+                    started.add(1, ordering: .relaxed)
+                    if release.wait(timeout: .now() + 10 * TestTime.scale) == .success {
+                        released.add(1, ordering: .relaxed)
+                    }
+                    finished.add(1, ordering: .relaxed)
+                }, to: exporter)
         }
         try await waitUntil { started.load(ordering: .relaxed) >= 1 }
-        pool.submit(PoolJob(search) {
-            longRunningWhenQuickRan.store(started.load(ordering: .relaxed) - finished.load(ordering: .relaxed), ordering: .relaxed)
-            for _ in 0..<4 { release.signal() }
-        }, to: searcher)
+        pool.submit(
+            PoolJob(search) {
+                longRunningWhenQuickRan.store(
+                    started.load(ordering: .relaxed) - finished.load(ordering: .relaxed), ordering: .relaxed)
+                for _ in 0..<4 { release.signal() }
+            }, to: searcher)
         try await waitUntil { finished.load(ordering: .relaxed) == 4 }
-        #expect(longRunningWhenQuickRan.load(ordering: .relaxed) == 1, "the quick job did not run beside a single long one")
+        #expect(
+            longRunningWhenQuickRan.load(ordering: .relaxed) == 1, "the quick job did not run beside a single long one")
         #expect(released.load(ordering: .relaxed) == 4, "the quick job waited until long jobs gave up their workers")
     }
 }

@@ -7,15 +7,20 @@ import Testing
 /// detail, clicks the map, walks and moves the start with the keyboard, and reports what the page showed; this
 /// test checks it against the service's own answers. The screenshot it takes is kept under .build/test-artefacts.
 @Suite(.serialized) struct WebPageTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let binDirectory = ProcessInfo.processInfo.environment["MENAGERIE_BIN_DIR"] ?? root.appendingPathComponent(".build/debug").path
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static let binDirectory =
+        ProcessInfo.processInfo.environment["MENAGERIE_BIN_DIR"] ?? root.appendingPathComponent(".build/debug").path
     static let required = ProcessInfo.processInfo.environment["CI"] == "true"
 
     /// Debian's `chromium` (compose/compose installs it), or MENAGERIE_CHROMIUM.
     static let chromium: String? = {
         let environment = ProcessInfo.processInfo.environment
-        let candidates = [environment["MENAGERIE_CHROMIUM"]].compactMap { $0 }
-            + (environment["PATH"] ?? "/usr/bin").split(separator: ":").flatMap { ["\($0)/chromium", "\($0)/chromium-browser"] }
+        let candidates =
+            [environment["MENAGERIE_CHROMIUM"]].compactMap { $0 }
+            + (environment["PATH"] ?? "/usr/bin").split(separator: ":").flatMap {
+                ["\($0)/chromium", "\($0)/chromium-browser"]
+            }
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
     }()
 
@@ -25,23 +30,30 @@ import Testing
         ("http://127.0.0.1:\(zooPort)/", nil)
     }
 
-    @Test(.enabled(if: chromium != nil || required, "chromium is not installed (apt-get install chromium, or compose/compose deps)"))
+    @Test(
+        .enabled(
+            if: chromium != nil || required,
+            "chromium is not installed (apt-get install chromium, or compose/compose deps)"))
     func aVisitorSearchesOpensAnAnimalAndWalksToIt() async throws {
         let chromium = try #require(Self.chromium, "chromium is required when CI=true")
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-webpage-\(UUID().uuidString)")
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "menagerie-webpage-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
 
         let zooPort = try RawSocket.freePortBlock(count: 1)
         let zoo = try Self.start(
-            "\(Self.binDirectory)/zoo", ["--port", String(zooPort), "--data-dir", scratch.appendingPathComponent("zoo").path],
+            "\(Self.binDirectory)/zoo",
+            ["--port", String(zooPort), "--data-dir", scratch.appendingPathComponent("zoo").path],
             log: scratch.appendingPathComponent("zoo.log"))
         defer { Self.stop(zoo) }
         try await Self.waitUntilAnswering(port: zooPort, log: scratch.appendingPathComponent("zoo.log"))
 
         let (url, server) = try Self.servePage(zooPort: zooPort, logs: scratch)
         defer { server.map(Self.stop) }
-        if let server { try await Self.waitUntilListening(port: Int(URLComponents(string: url)!.port!), process: server) }
+        if let server {
+            try await Self.waitUntilListening(port: Int(URLComponents(string: url)!.port!), process: server)
+        }
 
         let artefacts = Self.root.appendingPathComponent(".build/test-artefacts")
         try FileManager.default.createDirectory(at: artefacts, withIntermediateDirectories: true)
@@ -53,7 +65,8 @@ import Testing
             try Self.run("/usr/bin/python3", [driver, chromium, url, "http://127.0.0.1:\(zooPort)", screenshot.path])
         }
         let report = try #require(
-            try? JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any], "driver output is not JSON: \(output)")
+            try? JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any],
+            "driver output is not JSON: \(output)")
         #expect(status == 0 && report["error"] == nil, "the page could not be driven: \(report["error"] ?? output)")
         guard status == 0 else { return }
         print("zoo page screenshot: \(screenshot.path)")
@@ -61,7 +74,9 @@ import Testing
         // The icons: an SVG and /favicon.ico (asked for by browsers even unlinked), both served with their types.
         let icons = try #require(report["icons"] as? [String: Any])
         let linked = try #require(icons["linked"] as? [String: [String: Any]])
-        #expect(Set(linked.keys.compactMap { URL(string: $0)?.lastPathComponent }) == ["favicon.svg", "favicon.ico"], "\(linked)")
+        #expect(
+            Set(linked.keys.compactMap { URL(string: $0)?.lastPathComponent }) == ["favicon.svg", "favicon.ico"],
+            "\(linked)")
         for (href, answer) in linked {
             #expect(answer["status"] as? Int == 200 && (answer["bytes"] as? Int ?? 0) > 0, "\(href): \(answer)")
         }
@@ -102,10 +117,13 @@ import Testing
         // The seed's user test "mammals living in seas or fresh waters": OR within the biotopes, AND with the class,
         // the page showing what the service answers for the same request (and the ticks kept when the filter
         // values reload with the animals not kept now).
-        for (step, expected) in [("seas", ["Lachtan jihoafrický"]), ("seas_all", ["Hroch obojživelný", "Lachtan jihoafrický"])] {
+        for (step, expected) in [
+            ("seas", ["Lachtan jihoafrický"]), ("seas_all", ["Hroch obojživelný", "Lachtan jihoafrický"]),
+        ] {
             let shown = try #require(report[step] as? [String: Any], "\(step)")
             let answer = try #require(shown["expected"] as? [String: Any], "\(step)")
-            #expect(shown["ticked"] as? [String] == ["classes=Savci", "biotopes=moře", "biotopes=sladké vody"], "\(step)")
+            #expect(
+                shown["ticked"] as? [String] == ["classes=Savci", "biotopes=moře", "biotopes=sladké vody"], "\(step)")
             #expect(answer["names"] as? [String] == expected, "\(step): the service answers \(answer)")
             #expect(shown["names"] as? [String] == answer["names"] as? [String], "\(step)")
             let total = answer["total"] as? Int ?? -1
@@ -145,7 +163,8 @@ import Testing
         let points = try #require(expected["coordinates"] as? [Any]).count
         let path = try #require(route["path"] as? String)
         #expect(route["error"] as? String == "")
-        #expect(path.hasPrefix("M") && path.filter { $0 == "L" }.count == points - 1, "path \(path) for \(points) points")
+        #expect(
+            path.hasPrefix("M") && path.filter { $0 == "L" }.count == points - 1, "path \(path) for \(points) points")
         #expect((route["path_length"] as? Double ?? 0) > 10)
         #expect(route["length"] as? String == Self.formatLength(distance))
         #expect(route["time"] as? String == "· \(max(1, Int((duration / 60).rounded()))) min walk")
@@ -167,7 +186,9 @@ import Testing
         // A start off the map: the service's OUT_OF_RANGE in words, and no walk left drawn.
         let offMap = try #require(report["off_map"] as? [String: Any])
         let refusal = offMap["error"] as? String ?? ""
-        #expect(refusal.hasPrefix("point (") && refusal.hasSuffix("is outside the zoo map: set a start inside the zoo."), "\(refusal)")
+        #expect(
+            refusal.hasPrefix("point (") && refusal.hasSuffix("is outside the zoo map: set a start inside the zoo."),
+            "\(refusal)")
         #expect(offMap["length"] as? String == "")
         #expect(offMap["path"] as? String == "")
 
@@ -222,7 +243,8 @@ import Testing
 
     /// Waits until the zoo answers a Connect call over HTTP (it listens once its data is loaded).
     static func waitUntilAnswering(port: Int, log: URL) async throws {
-        let request = "POST /menagerie.zoo.v1.Zoo/GetMetadata HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        let request =
+            "POST /menagerie.zoo.v1.Zoo/GetMetadata HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             + "Content-Length: 2\r\nConnection: close\r\n\r\n{}"
         for _ in 0..<Int(600 * TestTime.scale) {
             if let socket = try? RawSocket(port: port), socket.write(Array(request.utf8)) {
@@ -232,7 +254,9 @@ import Testing
             try await Task.sleep(for: .milliseconds(100))
         }
         let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-        Issue.record("the zoo did not answer on port \(port) within \(TestTime.scaled(.seconds(60))); its log:\n\(text.suffix(2000))")
+        Issue.record(
+            "the zoo did not answer on port \(port) within \(TestTime.scaled(.seconds(60))); its log:\n\(text.suffix(2000))"
+        )
         throw CancellationError()
     }
 

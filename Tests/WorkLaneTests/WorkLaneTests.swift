@@ -27,7 +27,10 @@ import WorkLane
             for _ in 0..<6 {
                 group.addTask {
                     try await pool.run {
-                        let now = running.update { $0 += 1; return $0 }
+                        let now = running.update {
+                            $0 += 1
+                            return $0
+                        }
                         most.update { $0 = max($0, now) }
                         usleep(100_000)
                         running.update { $0 -= 1 }
@@ -64,7 +67,14 @@ import WorkLane
     @Test func bulkWorkWaitsOutsideTheQueueAndLeavesItToQuickCalls() async throws {
         let pool = WorkLane(name: "test", threads: 1, queueLimit: 4, bulkLimit: 2)
         let release = Gate()
-        let bulk = (0..<40).map { index in Task { try await pool.runBulk { () -> Int in release.wait(); return index } } }
+        let bulk = (0..<40).map { index in
+            Task {
+                try await pool.runBulk { () -> Int in
+                    release.wait()
+                    return index
+                }
+            }
+        }
         try await waitUntil { pool.bulkCounts.waiting == 38 && pool.running == 1 }
         #expect(pool.queued == 1 && pool.bulkCounts.admitted == 2)
         let quick = Task { try await pool.run { 42 } }
@@ -180,7 +190,6 @@ import WorkLane
         #expect(sum == 2000 * 2001 / 2)
     }
 }
-
 
 struct TimedOut: Error {}
 

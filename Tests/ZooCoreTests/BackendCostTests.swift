@@ -3,6 +3,7 @@ import Foundation
 import Storage
 import TestSupport
 import Testing
+
 @testable import ZooCore
 
 /// What a replicated database costs the zoo, in the same run: loading the sample data and then reads (searches and
@@ -33,7 +34,8 @@ import Testing
     }
 
     @Test func sampleLoadAndReadsOnOneSQLiteFileAndOnThreeDqliteNodes() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ZooBackendCost-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ZooBackendCost-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let onFile = try Self.measure(try ZooLibrary(path: directory.appendingPathComponent("zoo.sqlite").path))
@@ -42,13 +44,16 @@ import Testing
         let addresses = (0..<3).map { "127.0.0.1:\(base + $0)" }
         let replicas = try addresses.map { address in
             try DqliteReplica(
-                addresses: addresses, ownAddress: address, dataDirectory: directory.appendingPathComponent(address).path,
+                addresses: addresses, ownAddress: address,
+                dataDirectory: directory.appendingPathComponent(address).path,
                 database: "zoo", networkLatency: .milliseconds(10), leaderWait: TestTime.scaled(.seconds(20)))
         }
         defer { for replica in replicas { try? replica.stop() } }
         let client = try DqliteClient(
-            addresses: addresses, database: "zoo", callTimeout: TestTime.scaled(.seconds(5)), leaderWait: TestTime.scaled(.seconds(10)))
-        let onCluster = try Self.measure(try ZooLibrary(database: Database(cluster: client, migrations: ZooSchema.migrations)))
+            addresses: addresses, database: "zoo", callTimeout: TestTime.scaled(.seconds(5)),
+            leaderWait: TestTime.scaled(.seconds(10)))
+        let onCluster = try Self.measure(
+            try ZooLibrary(database: Database(cluster: client, migrations: ZooSchema.migrations)))
 
         #expect(onFile.found == onCluster.found && !onFile.found.isEmpty)
         func perRead(_ seconds: Double) -> String { String(format: "%.1f µs", seconds / Double(Self.reads) * 1e6) }

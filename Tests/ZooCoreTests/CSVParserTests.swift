@@ -1,4 +1,5 @@
 import Testing
+
 @testable import ZooCore
 
 @Suite struct CSVParserTests {

@@ -1,6 +1,7 @@
 import Foundation
 import StorageTestSupport
 import Testing
+
 @testable import ZooCore
 
 @Suite struct CatalogueTests {
@@ -8,24 +9,41 @@ import Testing
     static let reptiles = Taxon(czech: "Plazi", latin: "Reptilia")
     static let birds = Taxon(czech: "Ptáci", latin: "Aves")
 
-    static let catalogue = Catalogue(animals: [
-        Animal(id: 1, name: "Lev indický", latinName: "Panthera leo persica", taxonClass: mammals,
-               continents: ["Asie"], biotopes: ["listnatý a smíšený les"], foods: ["obratlovci"], location: "Pavilon šelem a plazů"),
-        Animal(id: 2, name: "Želva obrovská", latinName: "Dipsochelys dussumieri", taxonClass: reptiles,
-               continents: ["Afrika"], biotopes: ["travnaté území"], foods: ["části rostlin"], location: "Pavilon velkých želv"),
-        Animal(id: 3, name: "Levhart obláčkový", latinName: "Neofelis nebulosa", taxonClass: mammals,
-               continents: ["Asie"], biotopes: ["tropický les"], foods: ["obratlovci"], location: "Pavilon šelem a plazů"),
-        Animal(id: 4, name: "Kotul veverovitý", latinName: "Saimiri sciureus", taxonClass: mammals,
-               continents: ["Jižní Amerika"], biotopes: ["tropický les"], foods: ["bezobratlí", "plody"], location: "Vodní svět"),
-        Animal(id: 5, name: "Pelikán bílý", latinName: "Pelecanus onocrotalus", taxonClass: birds,
-               continents: ["Afrika", "Asie", "Evropa"], biotopes: ["sladké vody"], foods: ["ryby"], location: "Ptačí mokřady"),
-        Animal(id: 6, name: "Zmije levantská", latinName: "Macrovipera lebetina", taxonClass: reptiles,
-               continents: ["Asie"], biotopes: ["hory"], foods: ["obratlovci"], location: "Pavilon Indonéská džungle",
-               isCurrentlyAvailable: false),
-        Animal(id: 7, name: "Gekon levý", latinName: "Gekko sinister", taxonClass: reptiles,
-               continents: ["Asie"], biotopes: ["tropický les"], foods: ["bezobratlí"], location: "Indonéská džungle"),
-    ], adoptions: [Adoption(czechName: "Želva obrovská (= aldabranská)", englishName: "Aldabra giant tortoise",
-                            className: "Plazi", priceCZK: 5000, visitable: true)])
+    static let catalogue = Catalogue(
+        animals: [
+            Animal(
+                id: 1, name: "Lev indický", latinName: "Panthera leo persica", taxonClass: mammals,
+                continents: ["Asie"], biotopes: ["listnatý a smíšený les"], foods: ["obratlovci"],
+                location: "Pavilon šelem a plazů"),
+            Animal(
+                id: 2, name: "Želva obrovská", latinName: "Dipsochelys dussumieri", taxonClass: reptiles,
+                continents: ["Afrika"], biotopes: ["travnaté území"], foods: ["části rostlin"],
+                location: "Pavilon velkých želv"),
+            Animal(
+                id: 3, name: "Levhart obláčkový", latinName: "Neofelis nebulosa", taxonClass: mammals,
+                continents: ["Asie"], biotopes: ["tropický les"], foods: ["obratlovci"],
+                location: "Pavilon šelem a plazů"),
+            Animal(
+                id: 4, name: "Kotul veverovitý", latinName: "Saimiri sciureus", taxonClass: mammals,
+                continents: ["Jižní Amerika"], biotopes: ["tropický les"], foods: ["bezobratlí", "plody"],
+                location: "Vodní svět"),
+            Animal(
+                id: 5, name: "Pelikán bílý", latinName: "Pelecanus onocrotalus", taxonClass: birds,
+                continents: ["Afrika", "Asie", "Evropa"], biotopes: ["sladké vody"], foods: ["ryby"],
+                location: "Ptačí mokřady"),
+            Animal(
+                id: 6, name: "Zmije levantská", latinName: "Macrovipera lebetina", taxonClass: reptiles,
+                continents: ["Asie"], biotopes: ["hory"], foods: ["obratlovci"], location: "Pavilon Indonéská džungle",
+                isCurrentlyAvailable: false),
+            Animal(
+                id: 7, name: "Gekon levý", latinName: "Gekko sinister", taxonClass: reptiles,
+                continents: ["Asie"], biotopes: ["tropický les"], foods: ["bezobratlí"], location: "Indonéská džungle"),
+        ],
+        adoptions: [
+            Adoption(
+                czechName: "Želva obrovská (= aldabranská)", englishName: "Aldabra giant tortoise",
+                className: "Plazi", priceCZK: 5000, visitable: true)
+        ])
 
     func ids(_ query: SearchQuery) throws -> [Int] { try Self.catalogue.search(query).animals.map(\.id) }
 
@@ -53,8 +71,10 @@ import Testing
 
     @Test func exactNameOutranksPrefix() throws {
         let catalogue = Catalogue(animals: [
-            Animal(id: 1, name: "Adax nubijský"), Animal(id: 2, name: "Adax"), Animal(id: 3, name: "Pes", latinName: "Adaxus"),
-            Animal(id: 4, name: "Velký adax"), Animal(id: 5, name: "Kadaxa"), Animal(id: 6, name: "Jiný", order: Taxon(czech: "Adaxovití", latin: nil)),
+            Animal(id: 1, name: "Adax nubijský"), Animal(id: 2, name: "Adax"),
+            Animal(id: 3, name: "Pes", latinName: "Adaxus"),
+            Animal(id: 4, name: "Velký adax"), Animal(id: 5, name: "Kadaxa"),
+            Animal(id: 6, name: "Jiný", order: Taxon(czech: "Adaxovití", latin: nil)),
         ])
         #expect(try catalogue.search(SearchQuery(text: "adax")).animals.map(\.id) == [2, 1, 3, 4, 5, 6])
     }
@@ -63,11 +83,18 @@ import Testing
         #expect(try ids(SearchQuery(filter: AnimalFilter(classes: ["Savci"]))) == [4, 1, 3])
         #expect(try ids(SearchQuery(filter: AnimalFilter(classes: ["reptilia", "aves"]))) == [7, 5, 2])
         #expect(try ids(SearchQuery(filter: AnimalFilter(classes: ["Savci"], biotopes: ["tropicky les"]))) == [4, 3])
-        #expect(try ids(SearchQuery(filter: AnimalFilter(foods: ["ryby", "plody"], continents: ["Jižní Amerika", "Evropa"]))) == [4, 5])
+        #expect(
+            try ids(
+                SearchQuery(filter: AnimalFilter(foods: ["ryby", "plody"], continents: ["Jižní Amerika", "Evropa"])))
+                == [4, 5])
         #expect(try ids(SearchQuery(filter: AnimalFilter(zooHouses: ["Indonéská džungle"]))) == [7])
-        #expect(try ids(SearchQuery(filter: AnimalFilter(zooHouses: ["Indonéská džungle"]), includeUnavailable: true)) == [7, 6])
+        #expect(
+            try ids(SearchQuery(filter: AnimalFilter(zooHouses: ["Indonéská džungle"]), includeUnavailable: true)) == [
+                7, 6,
+            ])
         #expect(try ids(SearchQuery(text: "lev", filter: AnimalFilter(classes: ["Plazi"]))) == [7])
-        #expect(throws: ZooError.self) { try ids(SearchQuery(filter: AnimalFilter(classes: ["Ryby"]))) }  // unknown value
+        // unknown value
+        #expect(throws: ZooError.self) { try ids(SearchQuery(filter: AnimalFilter(classes: ["Ryby"]))) }
     }
 
     @Test func pagingKeepsTheTotal() throws {
@@ -79,12 +106,19 @@ import Testing
 
     @Test func filterValuesWithCounts() {
         let values = Self.catalogue.filterValues()
-        #expect(values.classes == [FilterValue(value: "Plazi", count: 2), FilterValue(value: "Ptáci", count: 1), FilterValue(value: "Savci", count: 3)])
+        #expect(
+            values.classes == [
+                FilterValue(value: "Plazi", count: 2), FilterValue(value: "Ptáci", count: 1),
+                FilterValue(value: "Savci", count: 3),
+            ])
         #expect(values.continents.first { $0.value == "Asie" }?.count == 4)
         #expect(values.zooHouses.first { $0.value == "Indonéská džungle" }?.count == 1)
         let all = Self.catalogue.filterValues(includeUnavailable: true)
         #expect(all.continents.first { $0.value == "Asie" }?.count == 5)
-        #expect(all.zooHouses.first { MapLinker.pavilionKey($0.value) == "indonesak dzungle" || $0.value.hasSuffix("Indonéská džungle") }?.count == 2)
+        #expect(
+            all.zooHouses.first {
+                MapLinker.pavilionKey($0.value) == "indonesak dzungle" || $0.value.hasSuffix("Indonéská džungle")
+            }?.count == 2)
     }
 
     @Test func detailHasEveryAttributeAndRespectsAvailability() throws {
@@ -98,14 +132,18 @@ import Testing
 
     @Test func mapFeaturesJoinDirectlyByPavilionAndBySingularName() {
         let features = [
-            MapFeature(id: 10, name: "lvi", isAnimalPen: true, isBuilding: false, singularNames: ["lev"],
-                       outline: [GeoPoint(lat: 50, lon: 14)], animalNames: []),
-            MapFeature(id: 11, name: "Pavilon šelem a plazů", isAnimalPen: false, isBuilding: true, singularNames: [],
-                       outline: [GeoPoint(lat: 50, lon: 14)], animalNames: []),
-            MapFeature(id: 12, name: "želvy", isAnimalPen: true, isBuilding: false, singularNames: [],
-                       outline: [GeoPoint(lat: 50, lon: 14)], animalNames: []),
-            MapFeature(id: 13, name: "OSM name", isAnimalPen: false, isBuilding: true, singularNames: [],
-                       outline: [GeoPoint(lat: 50, lon: 14)], animalNames: ["Kotul veverovitý"]),
+            MapFeature(
+                id: 10, name: "lvi", isAnimalPen: true, isBuilding: false, singularNames: ["lev"],
+                outline: [GeoPoint(lat: 50, lon: 14)], animalNames: []),
+            MapFeature(
+                id: 11, name: "Pavilon šelem a plazů", isAnimalPen: false, isBuilding: true, singularNames: [],
+                outline: [GeoPoint(lat: 50, lon: 14)], animalNames: []),
+            MapFeature(
+                id: 12, name: "želvy", isAnimalPen: true, isBuilding: false, singularNames: [],
+                outline: [GeoPoint(lat: 50, lon: 14)], animalNames: []),
+            MapFeature(
+                id: 13, name: "OSM name", isAnimalPen: false, isBuilding: true, singularNames: [],
+                outline: [GeoPoint(lat: 50, lon: 14)], animalNames: ["Kotul veverovitý"]),
         ]
         let joins = MapJoinTables(pavilionNames: [13: "Vodní svět"], singulars: ["zelvy": ["želva"]])
         let catalogue = Catalogue(animals: Self.catalogue.animals, mapFeatures: features, joins: joins)
@@ -124,9 +162,12 @@ struct RealCatalogueTests {
         #expect(catalogue.animals.count == 327)
         for animal in catalogue.animals {
             let plain = animal.name.folding(options: .diacriticInsensitive, locale: nil)
-            let page = try catalogue.search(SearchQuery(text: plain, includeUnavailable: true, limit: Catalogue.maxPageSize))
+            let page = try catalogue.search(
+                SearchQuery(text: plain, includeUnavailable: true, limit: Catalogue.maxPageSize))
             #expect(page.animals.first { $0.id == animal.id } != nil, "\(animal.name) not found by \(plain)")
-            #expect(TextKey.fold(page.animals.first?.name ?? "") == TextKey.fold(animal.name), "\(animal.name) not ranked first")
+            #expect(
+                TextKey.fold(page.animals.first?.name ?? "") == TextKey.fold(animal.name),
+                "\(animal.name) not ranked first")
         }
     }
 
@@ -137,8 +178,9 @@ struct RealCatalogueTests {
         let index = try #require(header.firstIndex(of: column))
         var counts: [String: Int] = [:]
         for record in records.dropFirst() where record.fields.count >= 21 && Int(record.fields[0]) != nil {
-            let values = Set(record.fields[index].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-                .filter { !$0.isEmpty && $0 != "''" }.map(transform))
+            let values = Set(
+                record.fields[index].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                    .filter { !$0.isEmpty && $0 != "''" }.map(transform))
             for value in values { counts[value, default: 0] += 1 }
         }
         return counts
@@ -146,8 +188,12 @@ struct RealCatalogueTests {
 
     @Test func filterCountsEqualCountsFromTheSourceFile() throws {
         let values = try RealData.csvCatalogue.get().filterValues()
-        func dictionary(_ values: [FilterValue]) -> [String: Int] { Dictionary(uniqueKeysWithValues: values.map { ($0.value, $0.count) }) }
-        let classes = try Self.independentCounts(column: "classes") { String($0.prefix { $0 != "(" }).trimmingCharacters(in: .whitespaces) }
+        func dictionary(_ values: [FilterValue]) -> [String: Int] {
+            Dictionary(uniqueKeysWithValues: values.map { ($0.value, $0.count) })
+        }
+        let classes = try Self.independentCounts(column: "classes") {
+            String($0.prefix { $0 != "(" }).trimmingCharacters(in: .whitespaces)
+        }
         #expect(dictionary(values.classes) == classes)
         #expect(dictionary(values.foods) == (try Self.independentCounts(column: "food")))
         #expect(dictionary(values.biotopes) == (try Self.independentCounts(column: "biotop")))
@@ -160,7 +206,9 @@ struct RealCatalogueTests {
         // Filtering by each value finds exactly `count` animals.
         let catalogue = try RealData.csvCatalogue.get()
         for value in values.biotopes {
-            #expect(try catalogue.search(SearchQuery(filter: AnimalFilter(biotopes: [value.value]), limit: 0)).total == value.count)
+            #expect(
+                try catalogue.search(SearchQuery(filter: AnimalFilter(biotopes: [value.value]), limit: 0)).total
+                    == value.count)
         }
     }
 
@@ -176,7 +224,10 @@ struct RealCatalogueTests {
 
 @Suite struct TextKeyTests {
     @Test func asciiFastPathFoldsLikeFoundation() {
-        let samples = ["zelva", "  Lev   INDICKY ", "Panthera leo\tpersica\n", "a-b (c)", "", "   ", "Z", "x\u{0B}y\u{0C}z\r\nw", "@#1 2!"]
+        let samples = [
+            "zelva", "  Lev   INDICKY ", "Panthera leo\tpersica\n", "a-b (c)", "", "   ", "Z", "x\u{0B}y\u{0C}z\r\nw",
+            "@#1 2!",
+        ]
         for text in samples {
             let reference = text.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
                 .split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
@@ -203,10 +254,17 @@ struct RealCatalogueTests {
 
         init(_ animal: Animal) {
             id = animal.id
-            names = [animal.name, animal.latinName, animal.englishName].compactMap { $0 }.map { Array(TextKey.fold($0).utf8) }
+            names = [animal.name, animal.latinName, animal.englishName].compactMap { $0 }.map {
+                Array(TextKey.fold($0).utf8)
+            }
             sortKey = names[0]
-            let taxa = [animal.taxonClass?.czech, animal.taxonClass?.latin, animal.order?.czech, animal.order?.latin, animal.location]
-            others = (taxa.compactMap { $0 } + animal.continents + animal.biotopes + animal.foods).map { Array(TextKey.fold($0).utf8) }
+            let taxa = [
+                animal.taxonClass?.czech, animal.taxonClass?.latin, animal.order?.czech, animal.order?.latin,
+                animal.location,
+            ]
+            others = (taxa.compactMap { $0 } + animal.continents + animal.biotopes + animal.foods).map {
+                Array(TextKey.fold($0).utf8)
+            }
         }
     }
 
@@ -218,7 +276,11 @@ struct RealCatalogueTests {
             if name == needle { return 0 }
             let found = occurrences(needle, in: name)
             if found.contains(0) { return 1 }
-            if found.contains(where: { [UInt8(ascii: " "), UInt8(ascii: "-"), UInt8(ascii: "(")].contains(name[$0 - 1]) }) { return 2 }
+            if found.contains(where: {
+                [UInt8(ascii: " "), UInt8(ascii: "-"), UInt8(ascii: "(")].contains(name[$0 - 1])
+            }) {
+                return 2
+            }
             return found.isEmpty ? nil : 3
         }
         if let best = ranks.min() { return best }
@@ -232,11 +294,13 @@ struct RealCatalogueTests {
             let expected = animals.compactMap { animal in plainRank(animal, folded).map { (rank: $0, animal: animal) } }
                 .sorted { a, b in
                     if a.rank != b.rank { return a.rank < b.rank }
-                    return a.animal.sortKey == b.animal.sortKey ? a.animal.id < b.animal.id
+                    return a.animal.sortKey == b.animal.sortKey
+                        ? a.animal.id < b.animal.id
                         : a.animal.sortKey.lexicographicallyPrecedes(b.animal.sortKey)
                 }
                 .map(\.animal.id)
-            let found = try catalogue.search(SearchQuery(text: needle, includeUnavailable: true, limit: Catalogue.maxPageSize))
+            let found = try catalogue.search(
+                SearchQuery(text: needle, includeUnavailable: true, limit: Catalogue.maxPageSize))
             #expect(found.animals.map(\.id) == expected, "\(needle.debugDescription)")
             #expect(found.total == expected.count, "\(needle.debugDescription)")
         }
@@ -244,7 +308,8 @@ struct RealCatalogueTests {
 
     /// Every letter, a few odd needles, whole names and random pieces of names of 2, 3, 4 and 7 characters.
     static func needles(from catalogue: Catalogue) -> [String] {
-        var needles = Set("abcdefghijklmnopqrstuvwxyz".map(String.init) + ["", "xyz", "zz", " a", "-", "(", "sav", "lev"])
+        var needles = Set(
+            "abcdefghijklmnopqrstuvwxyz".map(String.init) + ["", "xyz", "zz", " a", "-", "(", "sav", "lev"])
         var generator = SystemRandomNumberGenerator()
         for animal in catalogue.animals {
             let name = Array(TextKey.fold(animal.name))
@@ -269,6 +334,7 @@ struct RealCatalogueTests {
         let catalogue = try RealData.csvCatalogue.get()
         var generator = SystemRandomNumberGenerator()
         let needles = Self.needles(from: catalogue)
-        try Self.check(catalogue, needles: needles.filter { $0.count <= 1 } + needles.shuffled(using: &generator).prefix(150))
+        try Self.check(
+            catalogue, needles: needles.filter { $0.count <= 1 } + needles.shuffled(using: &generator).prefix(150))
     }
 }

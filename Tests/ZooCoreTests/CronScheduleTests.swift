@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import ZooCore
 
 @Suite struct CronScheduleTests {
@@ -52,8 +53,10 @@ import Testing
     }
 
     @Test func malformedExpressionsAreRefused() {
-        for bad in ["", "* * * *", "* * * * * *", "60 * * * *", "* 24 * * *", "* * 0 * *", "* * * 13 *", "* * * * 8",
-                    "*/0 * * * *", "5-1 * * * *", "a b c d e", "1,,2 * * * *", "0 0 31 2 *", "0 0 30 feb *", "@sometimes"] {
+        for bad in [
+            "", "* * * *", "* * * * * *", "60 * * * *", "* 24 * * *", "* * 0 * *", "* * * 13 *", "* * * * 8",
+            "*/0 * * * *", "5-1 * * * *", "a b c d e", "1,,2 * * * *", "0 0 31 2 *", "0 0 30 feb *", "@sometimes",
+        ] {
             #expect(throws: CronSchedule.ParseError.self, "\(bad)") { try CronSchedule(bad) }
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import ZooCore
 
 /// Imports that would silently empty or cripple the data the service answers from.
@@ -43,7 +44,8 @@ import Testing
         try library.importFiles([SampleFiles.file(.map, text: map)], source: "map only", trigger: .client)
         let router = try library.snapshot().router
         #expect(router.bounds == MapBounds(north: 50.1170, east: 14.4300, south: 50.1150, west: 14.4100))
-        let route = try router.route(from: GeoPoint(lat: 50.1161, lon: 14.4110), to: GeoPoint(lat: 50.1152, lon: 14.4290))
+        let route = try router.route(
+            from: GeoPoint(lat: 50.1161, lon: 14.4110), to: GeoPoint(lat: 50.1152, lon: 14.4290))
         #expect(route.distanceMeters > 1000)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import ZooCore
 
 @Suite struct LexiconCSVTests {
@@ -9,14 +10,18 @@ import Testing
     static func row(_ values: [String: String]) -> String {
         var fields = LexiconCSV.columns.map { values[$0] ?? "x" }
         fields[LexiconCSV.columns.firstIndex(of: "classes")!] = values["classes"] ?? "Savci (Mammalia)"
-        return fields.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }.joined(separator: ";") + "\n"
+        return fields.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }.joined(separator: ";")
+            + "\n"
     }
 
     @Test func splitsTaxaAndListsAndCleansValues() throws {
-        let csv = Self.header + Self.row([
-            "id": "7", "title": " Lev  indický ", "latin_title": "Panthera leo persica", "classes": "Savci (Mammalia)",
-            "order": "Krabovci = bičovci (Amblypygi)", "continents": "Asie, Afrika ", "biotop": "''", "food": "",
-        ])
+        let csv =
+            Self.header
+            + Self.row([
+                "id": "7", "title": " Lev  indický ", "latin_title": "Panthera leo persica",
+                "classes": "Savci (Mammalia)",
+                "order": "Krabovci = bičovci (Amblypygi)", "continents": "Asie, Afrika ", "biotop": "''", "food": "",
+            ])
         let result = try LexiconCSV.parse(csv)
         #expect(result.skipped.isEmpty)
         let animal = try #require(result.animals.first)
@@ -29,7 +34,8 @@ import Testing
 
     @Test func badRowsAreSkippedWithRowNumberAndReason() throws {
         let shifted = "12;\"Short\";\"row\"\n"
-        let csv = Self.header + Self.row(["id": "1", "title": "Dobrý"]) + shifted
+        let csv =
+            Self.header + Self.row(["id": "1", "title": "Dobrý"]) + shifted
             + Self.row(["id": "abc", "title": "Bad id"])
             + Self.row(["id": "3", "title": "Bad class", "classes": "ostrovy Mauritius, Round Island a Rodrigues"])
             + Self.row(["id": "1", "title": "Duplicate"]) + Self.row(["id": "4", "title": "Dobrý taky"])
@@ -108,7 +114,8 @@ struct RealSourceTests {
         let adoptions = try RealData.adoptions.get()
         #expect(adoptions.count == 513)
         let cockroach = try #require(adoptions.first)
-        #expect(cockroach.englishName == "Madagascar giant cockroach" && cockroach.priceCZK == 1000 && cockroach.visitable)
+        #expect(
+            cockroach.englishName == "Madagascar giant cockroach" && cockroach.priceCZK == 1000 && cockroach.visitable)
         let joins = try RealData.joins.get()
         #expect(joins.pavilionNames[43_285_115] == "Sečuán - pavilon ptáků z podhůří Himálaje")
         #expect(joins.singulars["lvi"] == ["lev"])

@@ -1,8 +1,9 @@
 import Foundation
 import Storage
-import Synchronization
 import StorageTestSupport
+import Synchronization
 import Testing
+
 @testable import ZooCore
 
 /// A scratch directory removed when the value goes away.
@@ -40,12 +41,14 @@ enum SampleFiles {
         ZooDataSet(
             lexicon: try AnimalsJSON.parse(try file(.animalsJSON).content),
             adoptions: try AdoptionCSV.parse(String(decoding: try file(.adoptions).content, as: UTF8.self)).adoptions,
-            network: try FootpathNetwork.parse(try file(.map).content), bounds: try MapBounds.parse(try file(.bounds).content))
+            network: try FootpathNetwork.parse(try file(.map).content),
+            bounds: try MapBounds.parse(try file(.bounds).content))
     }
 
     /// The sample lexicon CSV cut down to its header and first `count` animals.
     static func lexiconCSV(first count: Int) throws -> ZooSourceFile {
-        let text = try String(contentsOf: directory.appendingPathComponent(ZooFileKind.lexiconCSV.fileName), encoding: .utf8)
+        let text = try String(
+            contentsOf: directory.appendingPathComponent(ZooFileKind.lexiconCSV.fileName), encoding: .utf8)
         let records = CSVParser.parse(text)
         let lines = records.prefix(count + 1).map { record in
             record.fields.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }.joined(separator: ";")
@@ -69,8 +72,12 @@ enum SampleFiles {
         // The CSV is the lexicon; the animals JSON adds map locations and availability by name.
         #expect(try library.metadata().lexiconKind == .lexiconCSV)
         #expect(stored.catalogue.animals.map(\.name) == direct.catalogue.animals.map(\.name))
-        #expect(stored.catalogue.animals.map(\.isCurrentlyAvailable) == direct.catalogue.animals.map(\.isCurrentlyAvailable))
-        #expect(stored.catalogue.animals.map { Set($0.mapFeatureIDs) } == direct.catalogue.animals.map { Set($0.mapFeatureIDs) })
+        #expect(
+            stored.catalogue.animals.map(\.isCurrentlyAvailable) == direct.catalogue.animals.map(\.isCurrentlyAvailable)
+        )
+        #expect(
+            stored.catalogue.animals.map { Set($0.mapFeatureIDs) }
+                == direct.catalogue.animals.map { Set($0.mapFeatureIDs) })
         #expect(stored.catalogue.animals.map(\.adoption) == direct.catalogue.animals.map(\.adoption))
         #expect(throws: ZooError.unknownAnimal(id: 12)) { try stored.catalogue.animal(id: 12) }
         #expect(stored.router.bounds == direct.router.bounds)
@@ -83,7 +90,9 @@ enum SampleFiles {
         }
         let counts = try library.metadata().counts
         #expect(counts.animals == 13 && counts.availableAnimals == 12 && counts.adoptions > 0)
-        #expect(counts.footpathNodes == direct.router.graph.nodeCount && counts.footpathEdges == direct.router.graph.segments.count)
+        #expect(
+            counts.footpathNodes == direct.router.graph.nodeCount
+                && counts.footpathEdges == direct.router.graph.segments.count)
     }
 
     @Test func everyFileKindRoundTripsThroughTheDatabase() throws {
@@ -99,7 +108,11 @@ enum SampleFiles {
         let network = try FootpathNetwork.parse(map.content)
         #expect(Set(stored.network.nodes) == Set(network.nodes))
         #expect(stored.network.roads == network.roads)
-        #expect(stored.joins == MapJoinTables(pavilionNames: [9101: "Pavilon šelem"], singulars: ["lvi": ["lev"], "zirafy": ["žirafa", "žirafy"]]))
+        #expect(
+            stored.joins
+                == MapJoinTables(
+                    pavilionNames: [9101: "Pavilon šelem"],
+                    singulars: ["lvi": ["lev"], "zirafy": ["žirafa", "žirafy"]]))
 
         // The animals JSON alone replaces the lexicon (with its own links and availability) and the map locations.
         try library.importFiles([json], source: "test", trigger: .client)
@@ -122,21 +135,26 @@ enum SampleFiles {
         #expect(lexicon.rowsImported == 327 && lexicon.skipped.count == 1 && lexicon.skipped[0].row == 328)
         let stored = try library.database.read(ZooTables.loadDataSet)
         // The stored lexicon is the union by species of the CSV and animals.json (LexiconUnion), and the record says how.
-        let (union, report) = LexiconUnion.merge(lexicon: try RealData.lexiconCSV.get().animals, website: try RealData.animalsJSON.get().animals)
+        let (union, report) = LexiconUnion.merge(
+            lexicon: try RealData.lexiconCSV.get().animals, website: try RealData.animalsJSON.get().animals)
         #expect(stored.lexicon.animals == union)
         #expect(record.lexiconMerge == report)
         #expect(try library.metadata().lastImport?.lexiconMerge == report)
         #expect(stored.adoptions == (try RealData.adoptions.get()))
         #expect(stored.joins == (try RealData.joins.get()))
         let snapshot = try library.snapshot()
-        let reference = Catalogue(animals: union, mapFeatures: try RealData.animalsJSON.get().mapFeatures,
-                                  adoptions: try RealData.adoptions.get(), joins: try RealData.joins.get())
-        #expect(snapshot.catalogue.animals.map { Set($0.mapFeatureIDs) } == reference.animals.map { Set($0.mapFeatureIDs) })
+        let reference = Catalogue(
+            animals: union, mapFeatures: try RealData.animalsJSON.get().mapFeatures,
+            adoptions: try RealData.adoptions.get(), joins: try RealData.joins.get())
+        #expect(
+            snapshot.catalogue.animals.map { Set($0.mapFeatureIDs) } == reference.animals.map { Set($0.mapFeatureIDs) })
         #expect(snapshot.catalogue.filterValues() == reference.filterValues())
         #expect(snapshot.router.graph.segments.count == (try RealData.router.get().graph.segments.count))
         let metadata = try library.metadata()
         #expect(metadata.lastImport?.rowsSkipped == 1)
-        #expect(metadata.lastImport?.files.first { $0.kind == .lexiconCSV }?.skipped.first?.reason.contains("not a number") == true)
+        #expect(
+            metadata.lastImport?.files.first { $0.kind == .lexiconCSV }?.skipped.first?.reason.contains("not a number")
+                == true)
     }
 
     @Test func aFailedImportLeavesTheOldDataAndRecordsTheError() throws {
@@ -147,7 +165,8 @@ enum SampleFiles {
         // A good lexicon with a broken JSON in the same import: nothing of it is applied.
         let broken = SampleFiles.file(.animalsJSON, text: "[{\"_id\": 1, \"name\": ")
         #expect(throws: ZooError.self) {
-            try library.importFiles([try SampleFiles.lexiconCSV(first: 3), broken], source: "broken upload", trigger: .client)
+            try library.importFiles(
+                [try SampleFiles.lexiconCSV(first: 3), broken], source: "broken upload", trigger: .client)
         }
         #expect(try library.database.read(ZooTables.loadDataSet).lexicon.animals == before.lexicon.animals)
         #expect(try library.snapshot().catalogue.animals.count == 13)
@@ -165,8 +184,10 @@ enum SampleFiles {
         let scratch = try ScratchDirectory()
         let library = try ZooLibrary(scratchAt: scratch.databasePath, recheckInterval: .zero)
         let good = try SampleFiles.lexiconCSV(first: 2)
-        let text = String(decoding: good.content, as: UTF8.self) + "x;\"Bad id\";" + String(repeating: ";", count: 18) + "\n"
-        let record = try #require(try library.importFiles([SampleFiles.file(.lexiconCSV, text: text)], source: "t", trigger: .client))
+        let text =
+            String(decoding: good.content, as: UTF8.self) + "x;\"Bad id\";" + String(repeating: ";", count: 18) + "\n"
+        let record = try #require(
+            try library.importFiles([SampleFiles.file(.lexiconCSV, text: text)], source: "t", trigger: .client))
         #expect(record.rowsImported == 2 && record.rowsSkipped == 1)
         let stored = try #require(try library.metadata().lastImport)
         #expect(stored.files[0].skipped.map(\.row) == [3])
@@ -214,7 +235,9 @@ enum SampleFiles {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 defer { writing.set() }
-                for round in 0..<10 { try writer.importFiles([round % 2 == 0 ? full : small], source: "flip", trigger: .client) }
+                for round in 0..<10 {
+                    try writer.importFiles([round % 2 == 0 ? full : small], source: "flip", trigger: .client)
+                }
             }
             group.addTask {
                 while !writing.isSet {
@@ -237,7 +260,8 @@ enum SampleFiles {
 
     @Test func aScheduledFiringIsImportedOnceAcrossReplicas() throws {
         let scratch = try ScratchDirectory()
-        let first = try ZooLibrary(scratchAt: scratch.databasePath, recheckInterval: .zero), second = try ZooLibrary(scratchAt: scratch.databasePath, recheckInterval: .zero)
+        let first = try ZooLibrary(scratchAt: scratch.databasePath, recheckInterval: .zero),
+            second = try ZooLibrary(scratchAt: scratch.databasePath, recheckInterval: .zero)
         let firing = Date(timeIntervalSince1970: 1_800_000_000)
         let files = [try SampleFiles.file(.adoptions)]
         #expect(try first.importFiles(files, source: "s", trigger: .schedule, scheduledFor: firing) != nil)
@@ -249,8 +273,11 @@ enum SampleFiles {
 extension ZooLibrary {
     /// The library on `path`'s SQLite file, or (MENAGERIE_STORAGE_BACKEND=dqlite) on a dqlite database named after it:
     /// the zoo's suites run on both backends.
-    convenience init(scratchAt path: String, walkingSpeed: Double = 1.2, recheckInterval: Duration = .milliseconds(50)) throws {
+    convenience init(scratchAt path: String, walkingSpeed: Double = 1.2, recheckInterval: Duration = .milliseconds(50))
+        throws
+    {
         try self.init(
-            database: .scratch(path: path, migrations: ZooSchema.migrations), walkingSpeed: walkingSpeed, recheckInterval: recheckInterval)
+            database: .scratch(path: path, migrations: ZooSchema.migrations), walkingSpeed: walkingSpeed,
+            recheckInterval: recheckInterval)
     }
 }

@@ -29,7 +29,8 @@ final class LoopbackHTTPServer: Sendable {
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && listen(listener, 16) == 0 && getsockname(listener, pointer, &length) == 0
+                bind(listener, pointer, length) == 0 && listen(listener, 16) == 0
+                    && getsockname(listener, pointer, &length) == 0
             }
         }
         guard bound else {
@@ -69,7 +70,8 @@ final class LoopbackHTTPServer: Sendable {
         let path = line.count >= 2 ? String(line[1]) : ""
         served.withLock { $0.append(path) }
         let body = bodies[path]
-        let head = "HTTP/1.1 \(body == nil ? "404 Not Found" : "200 OK")\r\nContent-Length: \(body?.count ?? 9)\r\n"
+        let head =
+            "HTTP/1.1 \(body == nil ? "404 Not Found" : "200 OK")\r\nContent-Length: \(body?.count ?? 9)\r\n"
             + "Content-Type: application/octet-stream\r\nConnection: close\r\n\r\n"
         var response = Array(head.utf8) + (body ?? Array("not found".utf8))
         var sent = 0

@@ -17,11 +17,14 @@ import Testing
     func database(_ name: String, _ schema: String, rows: Int = 0) throws -> [UInt8] {
         let path = directory.appendingPathComponent(name).path
         do {
-            let database = try Database(path: path, migrations: [Migration(1, "schema") { try $0.executeScript(schema) }])
+            let database = try Database(
+                path: path, migrations: [Migration(1, "schema") { try $0.executeScript(schema) }])
             // The wrapper's files are in WAL mode; closing it checkpoints everything into the one file.
             try database.write { db in
                 for row in 0..<rows {
-                    try db.execute("INSERT INTO tiles VALUES (16, ?, ?, ?)", [row, row, [UInt8](repeating: UInt8(row), count: 3000)])
+                    try db.execute(
+                        "INSERT INTO tiles VALUES (16, ?, ?, ?)",
+                        [row, row, [UInt8](repeating: UInt8(row), count: 3000)])
                 }
             }
         }
@@ -63,11 +66,14 @@ import Testing
         let info = try upload(bytes, to: store)
         #expect(info.sizeBytes == bytes.count)
         #expect(try store.read()?.bytes == bytes)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".upload-") }.isEmpty)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".upload-") }
+                .isEmpty)
     }
 
     @Test func viewsServeAsTables() throws {
-        let schema = Self.mbtiles.replacingOccurrences(of: "CREATE TABLE tiles", with: "CREATE TABLE map")
+        let schema =
+            Self.mbtiles.replacingOccurrences(of: "CREATE TABLE tiles", with: "CREATE TABLE map")
             + "CREATE VIEW tiles AS SELECT zoom_level, tile_column, tile_row, tile_data FROM map;"
         _ = try database("view.mbtiles", schema)
         try MapTilesStore.validate(fileAt: directory.appendingPathComponent("view.mbtiles").path)
@@ -81,11 +87,25 @@ import Testing
         let good = try database("good.mbtiles", Self.mbtiles, rows: 5)
         _ = try upload(good, to: store)
         let cases: [([UInt8], String)] = [
-            (Array(String(repeating: "not tiles at all\n", count: 200).utf8), "does not start with the SQLite 3 header"),
-            (try database("no-tiles.sqlite", "CREATE TABLE metadata (name TEXT, value TEXT);"), "has no `tiles` table or view"),
-            (try database("no-metadata.sqlite", "CREATE TABLE tiles (zoom_level, tile_column, tile_row, tile_data);"), "has no `metadata` table or view"),
-            (try database("no-row.sqlite", "CREATE TABLE metadata (name, value); CREATE TABLE tiles (zoom_level, tile_column, tile_data);"),
-             "`tiles` lacks the column(s) tile_row"),
+            (
+                Array(String(repeating: "not tiles at all\n", count: 200).utf8),
+                "does not start with the SQLite 3 header"
+            ),
+            (
+                try database("no-tiles.sqlite", "CREATE TABLE metadata (name TEXT, value TEXT);"),
+                "has no `tiles` table or view"
+            ),
+            (
+                try database(
+                    "no-metadata.sqlite", "CREATE TABLE tiles (zoom_level, tile_column, tile_row, tile_data);"),
+                "has no `metadata` table or view"
+            ),
+            (
+                try database(
+                    "no-row.sqlite",
+                    "CREATE TABLE metadata (name, value); CREATE TABLE tiles (zoom_level, tile_column, tile_data);"),
+                "`tiles` lacks the column(s) tile_row"
+            ),
             // SQLite's header, then garbage: SQLite itself refuses it.
             (Array(good.prefix(100)) + [UInt8](repeating: 0xAB, count: 8000), "not an MBTiles file"),
             ([], "the file is empty"),
@@ -95,7 +115,9 @@ import Testing
             #expect(message?.contains(says) == true, "\(says): \(message ?? "accepted")")
             #expect(try store.read()?.bytes == good, "\(says) changed the stored file")
         }
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".upload-") }.isEmpty)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".upload-") }
+                .isEmpty)
     }
 
     @Test func theHeaderIsCheckedAsSoonAsItArrives() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import ZooCore
 
 /// The shared real datasets (`<package root>/../shared/datasets/zoo`), loaded once.
@@ -9,7 +10,8 @@ enum RealData {
         .deletingLastPathComponent().appendingPathComponent("shared/datasets/zoo")
 
     /// Real-data tests run when the data is present, and always under `CI=true` (where they fail if it is missing).
-    static let enabled = FileManager.default.fileExists(atPath: directory.path)
+    static let enabled =
+        FileManager.default.fileExists(atPath: directory.path)
         || ProcessInfo.processInfo.environment["CI"] == "true"
     static let skipMessage: Comment = "skipped: ../shared/datasets/zoo is missing (set CI=true to require it)"
 
@@ -23,27 +25,33 @@ enum RealData {
 
     static let lexiconCSV: Result<LexiconImport, Error> = Result { try LexiconCSV.parse(text("lexikon-zvirat.csv")) }
     static let animalsJSON: Result<LexiconImport, Error> = Result { try AnimalsJSON.parse(data("animals.json")) }
-    static let adoptions: Result<[Adoption], Error> = Result { try AdoptionCSV.parse(text("adopce-zvirat.csv")).adoptions }
+    static let adoptions: Result<[Adoption], Error> = Result {
+        try AdoptionCSV.parse(text("adopce-zvirat.csv")).adoptions
+    }
     static let joins: Result<MapJoinTables, Error> = Result {
-        MapJoinTables(pavilionNames: MapJoinTables.parsePavilionFixes(try text("zoo-parts-fixes.csv")),
-                      singulars: MapJoinTables.parseSingulars(try text("singular-plural.csv")))
+        MapJoinTables(
+            pavilionNames: MapJoinTables.parsePavilionFixes(try text("zoo-parts-fixes.csv")),
+            singulars: MapJoinTables.parseSingulars(try text("singular-plural.csv")))
     }
     static let router: Result<Router, Error> = Result {
-        Router(graph: FootpathGraph(network: try FootpathNetwork.parse(data("map-metadata.json"))),
-               bounds: try MapBounds.parse(data("map-bounds.json")))
+        Router(
+            graph: FootpathGraph(network: try FootpathNetwork.parse(data("map-metadata.json"))),
+            bounds: try MapBounds.parse(data("map-bounds.json")))
     }
 
     /// The CSV lexicon with adoptions and the scraped map features joined.
     static let csvCatalogue: Result<Catalogue, Error> = Result {
-        Catalogue(animals: try lexiconCSV.get().animals, mapFeatures: try animalsJSON.get().mapFeatures,
-                  adoptions: try adoptions.get(), joins: try joins.get())
+        Catalogue(
+            animals: try lexiconCSV.get().animals, mapFeatures: try animalsJSON.get().mapFeatures,
+            adoptions: try adoptions.get(), joins: try joins.get())
     }
 
     /// The scraped lexicon (with its own map locations) over the real footpath graph.
     static let jsonSnapshot: Result<ZooSnapshot, Error> = Result {
         let scraped = try animalsJSON.get()
-        let catalogue = Catalogue(animals: scraped.animals, mapFeatures: scraped.mapFeatures,
-                                  adoptions: try adoptions.get(), joins: try joins.get())
+        let catalogue = Catalogue(
+            animals: scraped.animals, mapFeatures: scraped.mapFeatures,
+            adoptions: try adoptions.get(), joins: try joins.get())
         return ZooSnapshot(catalogue: catalogue, router: try router.get())
     }
 
@@ -56,8 +64,9 @@ enum RealData {
             let text = try self.text("gpx/" + name)
             let range = NSRange(text.startIndex..., in: text)
             tracks[name] = pattern.matches(in: text, range: range).map { match in
-                GeoPoint(lat: Double(text[Range(match.range(at: 1), in: text)!])!,
-                         lon: Double(text[Range(match.range(at: 2), in: text)!])!)
+                GeoPoint(
+                    lat: Double(text[Range(match.range(at: 1), in: text)!])!,
+                    lon: Double(text[Range(match.range(at: 2), in: text)!])!)
             }
         }
         return tracks

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import ZooCore
 
 @Suite struct RoutingTests {
@@ -16,8 +17,10 @@ import TestSupport
             FootpathNode(id: 5, position: GeoPoint(lat: 50.1180, lon: 14.4100)),
             FootpathNode(id: 6, position: GeoPoint(lat: 50.1180, lon: 14.4110)),
         ],
-        roads: [Footpath(id: 100, nodeIDs: [1, 2, 3]), Footpath(id: 101, nodeIDs: [3, 4]),
-                Footpath(id: 102, nodeIDs: [4, 1]), Footpath(id: 103, nodeIDs: [5, 6])])
+        roads: [
+            Footpath(id: 100, nodeIDs: [1, 2, 3]), Footpath(id: 101, nodeIDs: [3, 4]),
+            Footpath(id: 102, nodeIDs: [4, 1]), Footpath(id: 103, nodeIDs: [5, 6]),
+        ])
     static let bounds = MapBounds(north: 50.119, east: 14.412, south: 50.114, west: 14.399)
     static let router = Router(graph: FootpathGraph(network: network), bounds: bounds)
 
@@ -36,7 +39,8 @@ import TestSupport
     }
 
     @Test func directWalkAlongOneSegment() throws {
-        let route = try Self.router.route(from: GeoPoint(lat: 50.11501, lon: 14.4002), to: GeoPoint(lat: 50.11501, lon: 14.4008))
+        let route = try Self.router.route(
+            from: GeoPoint(lat: 50.11501, lon: 14.4002), to: GeoPoint(lat: 50.11501, lon: 14.4008))
         #expect(route.nodeIDs.isEmpty && route.coordinates.count == 2)
         let expected = Geo.haversine(GeoPoint(lat: 50.1150, lon: 14.4002), GeoPoint(lat: 50.1150, lon: 14.4008))
         #expect(abs(route.distanceMeters - expected) < 0.01)
@@ -45,10 +49,13 @@ import TestSupport
 
     @Test func routeAcrossRoadsPassesNodesAndBuildsThePolyline() throws {
         // From the middle of A–B to the middle of C–D: either way round is 1.5 sides long; ids pass B, C or A, D.
-        let route = try Self.router.route(from: GeoPoint(lat: 50.1150, lon: 14.4004), to: GeoPoint(lat: 50.1160, lon: 14.4004))
+        let route = try Self.router.route(
+            from: GeoPoint(lat: 50.1150, lon: 14.4004), to: GeoPoint(lat: 50.1160, lon: 14.4004))
         #expect(route.nodeIDs == [1, 4])
         #expect(route.coordinates.count == 4)
-        let polyline = zip(route.coordinates, route.coordinates.dropFirst()).reduce(0) { $0 + Geo.haversine($1.0, $1.1) }
+        let polyline = zip(route.coordinates, route.coordinates.dropFirst()).reduce(0) {
+            $0 + Geo.haversine($1.0, $1.1)
+        }
         #expect(abs(polyline - route.distanceMeters) < 0.05)
     }
 
@@ -67,22 +74,29 @@ import TestSupport
         #expect(route.startOffsetMeters > 300 && route.endOffsetMeters < 1)
         // Either end moves: here the goal is the one farther from the other's piece.
         let back = try Self.router.route(from: goal, to: start)
-        #expect(abs(back.distanceMeters - route.distanceMeters) < 1e-6 && back.endOffsetMeters == route.startOffsetMeters)
+        #expect(
+            abs(back.distanceMeters - route.distanceMeters) < 1e-6 && back.endOffsetMeters == route.startOffsetMeters)
     }
 
     @Test func animalsAreReachedOnTheZoosNetworkAtTheirPensAndNoPathIsSaidInWords() throws {
         let features = [
-            MapFeature(id: 10, name: "lvi", isAnimalPen: true, isBuilding: false, singularNames: [],
-                       outline: [GeoPoint(lat: 50.1151, lon: 14.4004)], animalNames: []),
-            MapFeature(id: 20, name: "Pavilon šelem", isAnimalPen: false, isBuilding: true, singularNames: [],
-                       outline: [GeoPoint(lat: 50.1159, lon: 14.4004)], animalNames: []),
-            MapFeature(id: 30, name: "žirafy", isAnimalPen: true, isBuilding: false, singularNames: [],
-                       outline: [GeoPoint(lat: 50.1181, lon: 14.4105)], animalNames: []),
+            MapFeature(
+                id: 10, name: "lvi", isAnimalPen: true, isBuilding: false, singularNames: [],
+                outline: [GeoPoint(lat: 50.1151, lon: 14.4004)], animalNames: []),
+            MapFeature(
+                id: 20, name: "Pavilon šelem", isAnimalPen: false, isBuilding: true, singularNames: [],
+                outline: [GeoPoint(lat: 50.1159, lon: 14.4004)], animalNames: []),
+            MapFeature(
+                id: 30, name: "žirafy", isAnimalPen: true, isBuilding: false, singularNames: [],
+                outline: [GeoPoint(lat: 50.1181, lon: 14.4105)], animalNames: []),
         ]
-        let animals = [Animal(id: 1, name: "Lev", mapFeatureIDs: [20, 10]), Animal(id: 2, name: "Žirafa", mapFeatureIDs: [30])]
+        let animals = [
+            Animal(id: 1, name: "Lev", mapFeatureIDs: [20, 10]), Animal(id: 2, name: "Žirafa", mapFeatureIDs: [30]),
+        ]
         let zoo = ZooSnapshot(catalogue: Catalogue(animals: animals, mapFeatures: features), router: Self.router)
         // The lion has a pen: the walk ends there, not at the pavilion that is nearer.
-        let (_, destination) = try zoo.routeWithDestination(from: .point(GeoPoint(lat: 50.11595, lon: 14.4004)), to: .animal(id: 1))
+        let (_, destination) = try zoo.routeWithDestination(
+            from: .point(GeoPoint(lat: 50.11595, lon: 14.4004)), to: .animal(id: 1))
         #expect(destination == Destination(kind: .pen, name: "lvi", featureID: 10))
         // The giraffes' pen lies nearest to E–F, a piece of its own: it is reached on the square, the zoo's network.
         let toGiraffes = try zoo.route(from: .animal(id: 1), to: .animal(id: 2))
@@ -94,16 +108,23 @@ import TestSupport
             try Self.router.route(from: onSquare, to: apart)
         }
         #expect(Geo.describe(GeoPoint(lat: 50.115000001, lon: 14.40380499)) == "(50.115, 14.4038)")
-        #expect(ZooError.outOfRange(GeoPoint(lat: 50.2, lon: 14.123456789)).message == "point (50.2, 14.12346) is outside the zoo map")
+        #expect(
+            ZooError.outOfRange(GeoPoint(lat: 50.2, lon: 14.123456789)).message
+                == "point (50.2, 14.12346) is outside the zoo map")
     }
 
     @Test func errorsAreTyped() {
-        #expect(performing: { try Self.router.route(from: GeoPoint(lat: 50.2, lon: 14.4), to: GeoPoint(lat: 50.115, lon: 14.4)) },
-                throws: { ($0 as? ZooError)?.category == .outOfRange })
-        #expect(performing: { try Self.router.snap(GeoPoint(lat: .nan, lon: 14.4)) },
-                throws: { ($0 as? ZooError)?.category == .invalidArgument })
-        #expect(performing: { try Self.router.snap(GeoPoint(lat: 91, lon: 14.4)) },
-                throws: { ($0 as? ZooError)?.category == .invalidArgument })
+        #expect(
+            performing: {
+                try Self.router.route(from: GeoPoint(lat: 50.2, lon: 14.4), to: GeoPoint(lat: 50.115, lon: 14.4))
+            },
+            throws: { ($0 as? ZooError)?.category == .outOfRange })
+        #expect(
+            performing: { try Self.router.snap(GeoPoint(lat: .nan, lon: 14.4)) },
+            throws: { ($0 as? ZooError)?.category == .invalidArgument })
+        #expect(
+            performing: { try Self.router.snap(GeoPoint(lat: 91, lon: 14.4)) },
+            throws: { ($0 as? ZooError)?.category == .invalidArgument })
         // The margin lets points just outside the box in.
         #expect((try? Self.router.snap(GeoPoint(lat: 50.1195, lon: 14.4))) != nil)
     }
@@ -111,9 +132,12 @@ import TestSupport
     @Test func heuristicNeverExceedsTheHaversineDistance() {
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<100_000 {
-            let a = GeoPoint(lat: .random(in: 50.11...50.123, using: &generator), lon: .random(in: 14.39...14.42, using: &generator))
+            let a = GeoPoint(
+                lat: .random(in: 50.11...50.123, using: &generator), lon: .random(in: 14.39...14.42, using: &generator))
             let scale = [1e-2, 1e-4, 1e-6].randomElement(using: &generator)!
-            let b = GeoPoint(lat: a.lat + .random(in: -scale...scale, using: &generator), lon: a.lon + .random(in: -scale...scale, using: &generator))
+            let b = GeoPoint(
+                lat: a.lat + .random(in: -scale...scale, using: &generator),
+                lon: a.lon + .random(in: -scale...scale, using: &generator))
             let bound = Geo.lowerBoundDistance(Geo.unitVector(a), Geo.unitVector(b))
             let arc = Geo.haversine(a, b)
             #expect(bound <= arc && arc - bound < 1e-4, "\(a) \(b): bound \(bound), arc \(arc)")
@@ -124,8 +148,12 @@ import TestSupport
         let graph = Self.router.graph
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<200 {
-            let a = GeoPoint(lat: .random(in: 50.1148...50.1162, using: &generator), lon: .random(in: 14.3998...14.4012, using: &generator))
-            let b = GeoPoint(lat: .random(in: 50.1148...50.1162, using: &generator), lon: .random(in: 14.3998...14.4012, using: &generator))
+            let a = GeoPoint(
+                lat: .random(in: 50.1148...50.1162, using: &generator),
+                lon: .random(in: 14.3998...14.4012, using: &generator))
+            let b = GeoPoint(
+                lat: .random(in: 50.1148...50.1162, using: &generator),
+                lon: .random(in: 14.3998...14.4012, using: &generator))
             let start = try #require(graph.snap(a)), end = try #require(graph.snap(b))
             let path = try #require(graph.shortestPath(from: start, to: end))
             let reference = graph.distance(using: graph.distances(from: start), from: start, to: end)
@@ -174,7 +202,10 @@ struct RealRoutingTests {
             let snap = try #require(graph.snap(point))
             let xy = graph.projection.project(point)
             let brute = graph.segments.indices.map { index in
-                SegmentGrid.foot(of: xy, on: graph.planar[Int(graph.segments[index].from)], graph.planar[Int(graph.segments[index].to)]).distance
+                SegmentGrid.foot(
+                    of: xy, on: graph.planar[Int(graph.segments[index].from)],
+                    graph.planar[Int(graph.segments[index].to)]
+                ).distance
             }.min()!
             #expect(abs(snap.offset - brute) < 1e-9)
         }
@@ -191,8 +222,12 @@ struct RealRoutingTests {
         let entrance = GeoPoint(lat: 50.11677, lon: 14.41163)  // first point of zakazanka_normal.gpx
         let toPavilion = try zoo.route(from: .point(entrance), to: .pavilion("Pavilon velkých želv"))
         #expect(toPavilion.coordinates.count == toPavilion.nodeIDs.count + 2)
-        #expect(throws: ZooError.unknownPavilion("Nope")) { try zoo.route(from: .point(entrance), to: .pavilion("Nope")) }
-        #expect(throws: ZooError.unknownAnimal(id: 9999)) { try zoo.route(from: .point(entrance), to: .animal(id: 9999)) }
+        #expect(throws: ZooError.unknownPavilion("Nope")) {
+            try zoo.route(from: .point(entrance), to: .pavilion("Nope"))
+        }
+        #expect(throws: ZooError.unknownAnimal(id: 9999)) {
+            try zoo.route(from: .point(entrance), to: .animal(id: 9999))
+        }
         let homeless = try #require(zoo.catalogue.animals.first { $0.mapFeatureIDs.isEmpty })
         #expect(throws: ZooError.noMapLocation(animalID: homeless.id, name: homeless.name)) {
             try zoo.route(from: .point(entrance), to: .animal(id: homeless.id))
@@ -201,7 +236,9 @@ struct RealRoutingTests {
 
     @Test func nearbyIsSortedAndWithinWalkingRadius() throws {
         let zoo = try RealData.jsonSnapshot.get()
-        let start = try #require(zoo.catalogue.mapLocations(of: zoo.catalogue.animals.first { $0.name == "Lev indický" }!).first).anchor
+        let start = try #require(
+            zoo.catalogue.mapLocations(of: zoo.catalogue.animals.first { $0.name == "Lev indický" }!).first
+        ).anchor
         let nearby = try zoo.nearby(start, radius: 250)
         #expect(!nearby.isEmpty)
         #expect(nearby.map(\.distanceMeters) == nearby.map(\.distanceMeters).sorted())
@@ -243,12 +280,16 @@ struct RealRoutingTests {
         let zoo = try RealData.jsonSnapshot.get()
         let points = try RealData.gpxTracks()["zakazanka_normal.gpx"]!
         let clock = ContinuousClock()
-        let searches = clock.measure {
-            for text in ["zelva", "lev", "a", "obrovska", "panthera", "xyz"] { _ = try? zoo.catalogue.search(SearchQuery(text: text)) }
-        } / 6
-        let routes = clock.measure {
-            for (a, b) in zip(points, points.reversed()) { _ = try? zoo.router.route(from: a, to: b) }
-        } / points.count
+        let searches =
+            clock.measure {
+                for text in ["zelva", "lev", "a", "obrovska", "panthera", "xyz"] {
+                    _ = try? zoo.catalogue.search(SearchQuery(text: text))
+                }
+            } / 6
+        let routes =
+            clock.measure {
+                for (a, b) in zip(points, points.reversed()) { _ = try? zoo.router.route(from: a, to: b) }
+            } / points.count
         print("search \(searches), route \(routes) per call")
         // Debug builds are several times slower than release; the release target is well under 1 ms.
         #expect(searches < TestTime.scaled(.milliseconds(20)) && routes < TestTime.scaled(.milliseconds(20)))
@@ -259,23 +300,31 @@ struct RealRoutingTests {
 @Suite(.enabled(if: RealData.enabled, RealData.skipMessage))
 struct RealReachabilityTests {
     static let zoo = Result {
-        let union = LexiconUnion.merge(lexicon: try RealData.lexiconCSV.get().animals, website: try RealData.animalsJSON.get().animals).animals
-        return ZooSnapshot(catalogue: Catalogue(animals: union, mapFeatures: try RealData.animalsJSON.get().mapFeatures,
-                                                adoptions: try RealData.adoptions.get(), joins: try RealData.joins.get()),
-                           router: try RealData.router.get())
+        let union = LexiconUnion.merge(
+            lexicon: try RealData.lexiconCSV.get().animals, website: try RealData.animalsJSON.get().animals
+        ).animals
+        return ZooSnapshot(
+            catalogue: Catalogue(
+                animals: union, mapFeatures: try RealData.animalsJSON.get().mapFeatures,
+                adoptions: try RealData.adoptions.get(), joins: try RealData.joins.get()),
+            router: try RealData.router.get())
     }
 
     @Test func aStartBesideAnotherPieceOfFootpathStillReachesTheAnimal() throws {
         let zoo = try Self.zoo.get()
-        let (route, _) = try zoo.routeWithDestination(from: .point(GeoPoint(lat: 50.115, lon: 14.4038)), to: .animal(id: 1))
+        let (route, _) = try zoo.routeWithDestination(
+            from: .point(GeoPoint(lat: 50.115, lon: 14.4038)), to: .animal(id: 1))
         #expect(route.distanceMeters > 0 && route.startOffsetMeters > 0)
         let bounds = try #require(zoo.router.bounds)
         var failures: [String] = []
         for row in 0..<10 {
             for column in 0..<12 {
-                let point = GeoPoint(lat: bounds.south + (bounds.north - bounds.south) * (Double(row) + 0.5) / 10,
-                                     lon: bounds.west + (bounds.east - bounds.west) * (Double(column) + 0.5) / 12)
-                do { _ = try zoo.route(from: .point(point), to: .animal(id: 1)) } catch { failures.append("\(point): \(error)") }
+                let point = GeoPoint(
+                    lat: bounds.south + (bounds.north - bounds.south) * (Double(row) + 0.5) / 10,
+                    lon: bounds.west + (bounds.east - bounds.west) * (Double(column) + 0.5) / 12)
+                do { _ = try zoo.route(from: .point(point), to: .animal(id: 1)) } catch {
+                    failures.append("\(point): \(error)")
+                }
             }
         }
         #expect(failures.isEmpty, "\(failures)")
@@ -326,7 +375,9 @@ struct RealReachabilityTests {
             for members in groups.values {
                 let start = try router.snap(point, reaching: members.flatMap(\.snaps))
                 let distances = graph.distances(from: start)
-                for member in members where !member.snaps.contains(where: { graph.distance(using: distances, from: start, to: $0).isFinite }) {
+                for member in members
+                where !member.snaps.contains(where: { graph.distance(using: distances, from: start, to: $0).isFinite })
+                {
                     failures.append("\(point) → animal \(member.id)")
                 }
                 do { _ = try zoo.route(from: .point(point), to: .animal(id: members[0].id)) } catch {

@@ -1,6 +1,7 @@
 import Foundation
 import StorageTestSupport
 import Testing
+
 @testable import ZooCore
 
 @Suite struct SampleDataTests {
@@ -29,7 +30,8 @@ import Testing
     }
 
     @Test func csvLexiconAgreesWithTheJSONLexicon() throws {
-        let csv = try LexiconCSV.parse(String(contentsOf: Self.directory.appendingPathComponent("lexikon-zvirat.csv"), encoding: .utf8))
+        let csv = try LexiconCSV.parse(
+            String(contentsOf: Self.directory.appendingPathComponent("lexikon-zvirat.csv"), encoding: .utf8))
         let json = try AnimalsJSON.parse(Data(contentsOf: Self.directory.appendingPathComponent("animals.json")))
         #expect(csv.skipped.isEmpty)
         #expect(csv.animals.map(\.name) == json.animals.map(\.name))

@@ -7,10 +7,11 @@ import RPCTesting
 import RPCWire
 import Schema
 import Testing
-import ZooAPI
-@testable import ZooCore
 import WorkLane
+import ZooAPI
 import ZooService
+
+@testable import ZooCore
 
 /// The zoo service over the in-process transport, on the sample data in a scratch database.
 final class ServiceFixture: Sendable {
@@ -26,11 +27,13 @@ final class ServiceFixture: Sendable {
         jobs = JobRunner(
             store: try JobStore(database: library.database), lane: WorkLane(name: "lane", threads: 2, queueLimit: 8),
             failureMapping: JobsRPC.failure)
-        let server = RPCServer(name: "zoo", services: [ZooService(library: library, jobs: jobs), JobsService(runner: jobs)])
+        let server = RPCServer(
+            name: "zoo", services: [ZooService(library: library, jobs: jobs), JobsService(runner: jobs)])
         client = RPCClient(transports: [InProcessTransport(server: server)])
     }
 
-    func call<Request, Response>(_ method: ProtoMethod<Request, Response>, _ request: Request) async throws -> Response {
+    func call<Request, Response>(_ method: ProtoMethod<Request, Response>, _ request: Request) async throws -> Response
+    {
         try await client.unary(method, request)
     }
 
@@ -66,7 +69,9 @@ func expectStatus(
 ) async {
     do {
         try await body()
-        Issue.record("expected \(code.name), the call succeeded \(comment.map { "(\($0))" } ?? "")", sourceLocation: sourceLocation)
+        Issue.record(
+            "expected \(code.name), the call succeeded \(comment.map { "(\($0))" } ?? "")",
+            sourceLocation: sourceLocation)
     } catch let error as RPCError {
         #expect(error.code == code, "\(error) \(comment.map { "(\($0))" } ?? "")", sourceLocation: sourceLocation)
     } catch {
@@ -79,10 +84,13 @@ func expectStatus(
     /// table the App held before the levels moved into the protos. An override never closes a public method.
     @Test func theZooIsPublicButForImportsAndCancellingThem() {
         let methods = ZooV1.Zoo.methods + JobsV1.Jobs.methods
-        let levels = Dictionary(uniqueKeysWithValues: methods.map { ($0.path, ZooService.jobsAccess[$0.path] ?? $0.access) })
-        #expect(levels.filter { $0.value != .public } == [
-            ZooV1.Zoo.importData.path: .admin, ZooV1.Zoo.importTiles.path: .admin, JobsV1.Jobs.cancelJob.path: .admin,
-        ])
+        let levels = Dictionary(
+            uniqueKeysWithValues: methods.map { ($0.path, ZooService.jobsAccess[$0.path] ?? $0.access) })
+        #expect(
+            levels.filter { $0.value != .public } == [
+                ZooV1.Zoo.importData.path: .admin, ZooV1.Zoo.importTiles.path: .admin,
+                JobsV1.Jobs.cancelJob.path: .admin,
+            ])
         #expect(methods.allSatisfy { $0.access != .public || ZooService.jobsAccess[$0.path] ?? .public == .public })
     }
 
@@ -96,7 +104,8 @@ func expectStatus(
         #expect(everything.total == 13 && everything.animals.isEmpty)
         let kept = try await zoo.call(ZooV1.Zoo.searchAnimals, .init(text: ""))
         #expect(kept.total == 12 && kept.animals.count == 12)
-        let mammals = try await zoo.call(ZooV1.Zoo.searchAnimals, .init(classes: ["savci"], continents: ["Asie", "Afrika"]))
+        let mammals = try await zoo.call(
+            ZooV1.Zoo.searchAnimals, .init(classes: ["savci"], continents: ["Asie", "Afrika"]))
         #expect(mammals.total > 0 && mammals.animals.allSatisfy { $0.className == "Savci" })
 
         let lion = try #require(try await zoo.call(ZooV1.Zoo.getAnimal, .init(id: 1)).animal)
@@ -123,7 +132,8 @@ func expectStatus(
         let cases: [(String, ZooV1.SearchAnimalsRequest)] = [
             ("negative page size", .init(pageSize: -1)), ("huge page size", .init(pageSize: 100_000)),
             ("negative offset", .init(offset: -5)), ("long text", .init(text: String(repeating: "a", count: 201))),
-            ("empty filter value", .init(foods: [""])), ("too many values", .init(classes: Array(repeating: "x", count: 51))),
+            ("empty filter value", .init(foods: [""])),
+            ("too many values", .init(classes: Array(repeating: "x", count: 51))),
             ("201 scalars in 3 characters", .init(text: "e" + String(repeating: "\u{301}", count: 200))),
         ]
         for (name, request) in cases {
@@ -132,27 +142,36 @@ func expectStatus(
         // One character of 14 MB ("a" and 7 million combining accents) is over the method's own request limit (64 KiB,
         // zoo.proto's max_request_bytes): refused before the handler reads it.
         await expectStatus(.resourceExhausted, "one huge character") {
-            _ = try await zoo.call(ZooV1.Zoo.searchAnimals, .init(text: "a" + String(repeating: "\u{301}", count: 7_000_000)))
+            _ = try await zoo.call(
+                ZooV1.Zoo.searchAnimals, .init(text: "a" + String(repeating: "\u{301}", count: 7_000_000)))
         }
         // The limit counts scalars: 200 two-byte letters are fine.
         _ = try await zoo.call(ZooV1.Zoo.searchAnimals, .init(text: String(repeating: "ž", count: 200)))
         for id: Int64 in [0, -1, .min] {
-            await expectStatus(.invalidArgument, "id \(id)") { _ = try await zoo.call(ZooV1.Zoo.getAnimal, .init(id: id)) }
+            await expectStatus(.invalidArgument, "id \(id)") {
+                _ = try await zoo.call(ZooV1.Zoo.getAnimal, .init(id: id))
+            }
         }
         let point = ZooV1.Place(point: Self.entrance)
         let badPlaces: [(String, ZooV1.Place?)] = [
             ("missing", nil), ("empty", ZooV1.Place()), ("two at once", ZooV1.Place(point: Self.entrance, animalID: 1)),
-            ("NaN", ZooV1.Place(point: .init(lat: .nan, lon: 14.4))), ("infinite", ZooV1.Place(point: .init(lat: 50.1, lon: .infinity))),
+            ("NaN", ZooV1.Place(point: .init(lat: .nan, lon: 14.4))),
+            ("infinite", ZooV1.Place(point: .init(lat: 50.1, lon: .infinity))),
             ("latitude 91", ZooV1.Place(point: .init(lat: 91, lon: 14.4))), ("animal 0", ZooV1.Place(animalID: 0)),
             ("blank pavilion", ZooV1.Place(zooHouse: "  ")),
         ]
         for (name, place) in badPlaces {
-            await expectStatus(.invalidArgument, "from \(name)") { _ = try await zoo.call(ZooV1.Zoo.route, .init(from: place, to: point)) }
-            await expectStatus(.invalidArgument, "to \(name)") { _ = try await zoo.call(ZooV1.Zoo.route, .init(from: point, to: place)) }
+            await expectStatus(.invalidArgument, "from \(name)") {
+                _ = try await zoo.call(ZooV1.Zoo.route, .init(from: place, to: point))
+            }
+            await expectStatus(.invalidArgument, "to \(name)") {
+                _ = try await zoo.call(ZooV1.Zoo.route, .init(from: point, to: place))
+            }
         }
         let nearby: [(String, ZooV1.NearbyRequest)] = [
             ("no point", .init(radiusM: 100)), ("negative radius", .init(point: Self.entrance, radiusM: -1)),
-            ("NaN radius", .init(point: Self.entrance, radiusM: .nan)), ("huge radius", .init(point: Self.entrance, radiusM: 1e9)),
+            ("NaN radius", .init(point: Self.entrance, radiusM: .nan)),
+            ("huge radius", .init(point: Self.entrance, radiusM: 1e9)),
             ("limit 0", .init(point: Self.entrance, radiusM: 100, limit: 0)),
         ]
         for (name, request) in nearby {
@@ -164,21 +183,26 @@ func expectStatus(
         }
         await expectStatus(.invalidArgument) { _ = try await zoo.call(ZooV1.Zoo.tour, .init(animalIds: [1])) }
         let unknownKind = ZooV1.ImportFile(kind: .unrecognized(99), name: "x", content: [1])
-        for files in [[], [unknownKind], [ZooV1.ImportFile(kind: .unspecified, content: [1])], [ServiceFixture.file(.map, "")],
-                      [ServiceFixture.file(.map, "{}"), ServiceFixture.file(.map, "{}")]] {
+        for files in [
+            [], [unknownKind], [ZooV1.ImportFile(kind: .unspecified, content: [1])], [ServiceFixture.file(.map, "")],
+            [ServiceFixture.file(.map, "{}"), ServiceFixture.file(.map, "{}")],
+        ] {
             await expectStatus(.invalidArgument, "\(files.map(\.kind))") { _ = try await zoo.importFiles(files) }
         }
     }
 
     @Test func routingAnswersAndItsErrors() async throws {
         let zoo = try ServiceFixture()
-        let route = try #require(try await zoo.call(ZooV1.Zoo.route, .init(from: .init(point: Self.entrance), to: .init(animalID: 1))).route)
+        let route = try #require(
+            try await zoo.call(ZooV1.Zoo.route, .init(from: .init(point: Self.entrance), to: .init(animalID: 1))).route)
         #expect(route.distanceM > 0 && abs(route.durationS - route.distanceM / 1.2) < 1e-9)
         #expect(route.coordinates.count == route.nodeIds.count + 2)
-        let between = try await zoo.call(ZooV1.Zoo.route, .init(from: .init(animalID: 2), to: .init(zooHouse: "Pavilon šelem a plazů")))
+        let between = try await zoo.call(
+            ZooV1.Zoo.route, .init(from: .init(animalID: 2), to: .init(zooHouse: "Pavilon šelem a plazů")))
         #expect((between.route?.distanceM ?? 0) > 0)
         await expectStatus(.outOfRange) {
-            _ = try await zoo.call(ZooV1.Zoo.route, .init(from: .init(point: .init(lat: 50.0875, lon: 14.4213)), to: .init(animalID: 1)))
+            _ = try await zoo.call(
+                ZooV1.Zoo.route, .init(from: .init(point: .init(lat: 50.0875, lon: 14.4213)), to: .init(animalID: 1)))
         }
         await expectStatus(.failedPrecondition) {
             _ = try await zoo.call(ZooV1.Zoo.route, .init(from: .init(point: Self.entrance), to: .init(animalID: 13)))
@@ -187,14 +211,18 @@ func expectStatus(
             _ = try await zoo.call(ZooV1.Zoo.route, .init(from: .init(point: Self.entrance), to: .init(animalID: 4242)))
         }
         await expectStatus(.notFound) {
-            _ = try await zoo.call(ZooV1.Zoo.route, .init(from: .init(point: Self.entrance), to: .init(zooHouse: "Nowhere")))
+            _ = try await zoo.call(
+                ZooV1.Zoo.route, .init(from: .init(point: Self.entrance), to: .init(zooHouse: "Nowhere")))
         }
 
         let nearby = try await zoo.call(ZooV1.Zoo.nearby, .init(point: Self.entrance, radiusM: 10_000, limit: 3))
-        #expect(nearby.animals.count == 3 && nearby.animals.map(\.distanceM) == nearby.animals.map(\.distanceM).sorted())
+        #expect(
+            nearby.animals.count == 3 && nearby.animals.map(\.distanceM) == nearby.animals.map(\.distanceM).sorted())
         let tour = try await zoo.call(ZooV1.Zoo.tour, .init(start: Self.entrance, animalIds: [1, 2, 3, 2]))
         #expect(Set(tour.legs.compactMap { $0.animal?.id }) == [1, 2, 3] && tour.distanceM > 0)
-        await expectStatus(.failedPrecondition) { _ = try await zoo.call(ZooV1.Zoo.tour, .init(start: Self.entrance, animalIds: [1, 13])) }
+        await expectStatus(.failedPrecondition) {
+            _ = try await zoo.call(ZooV1.Zoo.tour, .init(start: Self.entrance, animalIds: [1, 13]))
+        }
 
         let geojson = try await zoo.call(ZooV1.Zoo.exportGeoJSON, .init()).geojson
         let object = try JSONSerialization.jsonObject(with: Data(geojson.utf8)) as? [String: Any]
@@ -207,17 +235,23 @@ func expectStatus(
               {"_id": 2, "geometry": {"coordinates": [{"_id": 3, "lon": 14.4000, "lat": 50.1180}, {"_id": 4, "lon": 14.4010, "lat": 50.1180}]}}]}
             """
         _ = try await zoo.importFiles([ServiceFixture.file(.map, islands)])
-        let across = try await zoo.call(ZooV1.Zoo.route, .init(from: .init(point: .init(lat: 50.1151, lon: 14.4005)),
-                                                              to: .init(point: .init(lat: 50.1179, lon: 14.4005))))
+        let across = try await zoo.call(
+            ZooV1.Zoo.route,
+            .init(
+                from: .init(point: .init(lat: 50.1151, lon: 14.4005)),
+                to: .init(point: .init(lat: 50.1179, lon: 14.4005))))
         let snaps = [across.fromSnapM, across.toSnapM].sorted()
-        #expect(abs(snaps[0] - 0.0001 * Geo.metersPerDegree) < 1 && abs(snaps[1] - 0.0029 * Geo.metersPerDegree) < 1, "\(snaps)")
+        #expect(
+            abs(snaps[0] - 0.0001 * Geo.metersPerDegree) < 1 && abs(snaps[1] - 0.0029 * Geo.metersPerDegree) < 1,
+            "\(snaps)")
         #expect((across.route?.distanceM ?? 1) < 1e-6)
     }
 
     @Test func routingWithoutAMapIsAFailedPrecondition() async throws {
         let zoo = try ServiceFixture(sample: false)
         await expectStatus(.failedPrecondition) {
-            _ = try await zoo.call(ZooV1.Zoo.route, .init(from: .init(point: Self.entrance), to: .init(point: Self.entrance)))
+            _ = try await zoo.call(
+                ZooV1.Zoo.route, .init(from: .init(point: Self.entrance), to: .init(point: Self.entrance)))
         }
         #expect(try await zoo.call(ZooV1.Zoo.searchAnimals, .init()).total == 0)
         #expect(try await zoo.call(ZooV1.Zoo.getMetadata, .init()).lastImport == nil)
@@ -230,10 +264,13 @@ func expectStatus(
             [ZooV1.ImportFile(kind: .lexiconCsv, name: "small.csv", content: Array(csv.content))], source: "unit test")
         #expect(snapshots.map(\.progress) == snapshots.map(\.progress).sorted())
         #expect(snapshots.last?.state == .succeeded && snapshots.last?.progress == 1)
-        #expect(result.succeeded && result.rowsImported == 3 && result.source == "unit test" && result.trigger == .client)
+        #expect(
+            result.succeeded && result.rowsImported == 3 && result.source == "unit test" && result.trigger == .client)
         #expect(try await zoo.call(ZooV1.Zoo.searchAnimals, .init(includeUnavailable: true)).total == 3)
 
-        await expectStatus(.invalidArgument) { _ = try await zoo.importFiles([ServiceFixture.file(.animalsJson, "[oops", name: "broken.json")]) }
+        await expectStatus(.invalidArgument) {
+            _ = try await zoo.importFiles([ServiceFixture.file(.animalsJson, "[oops", name: "broken.json")])
+        }
         let metadata = try await zoo.call(ZooV1.Zoo.getMetadata, .init())
         #expect(metadata.lastImport?.succeeded == false)
         #expect(metadata.lastFailedImport?.error?.contains("broken.json") == true)
@@ -253,14 +290,17 @@ func expectStatus(
             _ = try await zoo.importFiles([ServiceFixture.file(.lexiconCsv, "id;name\n1;x\n", name: "odd.csv")])
         }
         #expect(failed?.code == .invalidArgument)
-        #expect(failed?.message.hasPrefix("cannot import odd.csv: unexpected header") == true, "\(String(describing: failed))")
+        #expect(
+            failed?.message.hasPrefix("cannot import odd.csv: unexpected header") == true,
+            "\(String(describing: failed))")
     }
 
     /// The generated client and registration: every rpc of the proto is routed (reflection lists all nine, none
     /// left UNIMPLEMENTED), and the typed client reaches them.
     @Test func theGeneratedProtocolRegistersEveryRPCAndTheTypedClientCallsThem() async throws {
         let zoo = try ServiceFixture()
-        let reflection = try await RpcV1.Reflection.Client(wrapping: zoo.client).listServices(RpcV1.ListServicesRequest())
+        let reflection = try await RpcV1.Reflection.Client(wrapping: zoo.client).listServices(
+            RpcV1.ListServicesRequest())
         let zooMethods = reflection.services.first { $0.name == ZooV1.Zoo.name }?.methods ?? []
         #expect(Set(zooMethods.map(\.path)) == Set(ZooV1.Zoo.methods.map(\.path)))
         #expect(zooMethods.count == 12)
@@ -273,11 +313,16 @@ func expectStatus(
         #expect(try await client.searchAnimals(.init(text: "ZELVA")).animals.first?.name == "Želva obrovská")
         await expectStatus(.notFound) { _ = try await client.getAnimal(.init(id: 999_999)) }
         // A server given no tiles store takes no tiles.
-        await expectStatus(.failedPrecondition) { _ = try await client.importTiles { try await $0.send(.init(data: [0x53])) } }
+        await expectStatus(.failedPrecondition) {
+            _ = try await client.importTiles { try await $0.send(.init(data: [0x53])) }
+        }
         let csv = try SampleFiles.lexiconCSV(first: 2)
-        let job = try await client.importData(.init(files: [ZooV1.ImportFile(kind: .lexiconCsv, name: "two.csv", content: Array(csv.content))]))
+        let job = try await client.importData(
+            .init(files: [ZooV1.ImportFile(kind: .lexiconCsv, name: "two.csv", content: Array(csv.content))]))
         var last: JobsV1.Job?
-        for try await snapshot in JobsV1.Jobs.Client(wrapping: zoo.client).watchJob(.init(id: job.id)) { last = snapshot }
+        for try await snapshot in JobsV1.Jobs.Client(wrapping: zoo.client).watchJob(.init(id: job.id)) {
+            last = snapshot
+        }
         #expect(last?.state == .succeeded)
     }
 

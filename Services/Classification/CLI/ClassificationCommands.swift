@@ -11,8 +11,10 @@ import Schema
 public struct ClassificationCommands: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "classify",
-        abstract: "Train image classifiers and object detectors from labelled photos, evaluate them, and classify or detect.",
-        discussion: "Bad input exits with the status code of INVALID_ARGUMENT (3), unknown datasets or models with NOT_FOUND (5), and so on.",
+        abstract:
+            "Train image classifiers and object detectors from labelled photos, evaluate them, and classify or detect.",
+        discussion:
+            "Bad input exits with the status code of INVALID_ARGUMENT (3), unknown datasets or models with NOT_FOUND (5), and so on.",
         subcommands: [
             DatasetCommands.self, Train.self, Evaluate.self, ClassifyImage.self, Detect.self, ModelCommands.self,
             DeploymentCommands.self, CatalogueCommands.self, Feedback.self, JobsCommands<ClassificationCommands>.self,

@@ -15,10 +15,13 @@ func percent(_ value: Double) -> String { String(format: "%.1f%%", value * 100) 
 func kindName(_ kind: ClassificationV1.DatasetKind) -> String { kind == .detection ? "detection" : "classification" }
 
 func datasetText(_ d: ClassificationV1.DatasetSummary) -> String {
-    var lines = ["\(d.name): \(kindName(d.kind)), \(d.images) images, \(d.labels.count) labels"
-        + (d.duplicates > 0 ? " (\(d.duplicates) duplicates stored once)" : "")]
+    var lines = [
+        "\(d.name): \(kindName(d.kind)), \(d.images) images, \(d.labels.count) labels"
+            + (d.duplicates > 0 ? " (\(d.duplicates) duplicates stored once)" : "")
+    ]
     for label in d.labels {
-        lines.append("  \(label.label): \(label.images) images" + (d.kind == .detection ? ", \(label.objects) objects" : ""))
+        lines.append(
+            "  \(label.label): \(label.images) images" + (d.kind == .detection ? ", \(label.objects) objects" : ""))
     }
     return lines.joined(separator: "\n")
 }
@@ -31,7 +34,8 @@ func sparkline(_ values: [Double], width: Int = 60) -> String {
     guard !values.isEmpty else { return "" }
     let buckets = min(width, values.count)
     let points = (0..<buckets).map { b -> Double in
-        let slice = values[b * values.count / buckets..<max(b * values.count / buckets + 1, (b + 1) * values.count / buckets)]
+        let slice = values[
+            b * values.count / buckets..<max(b * values.count / buckets + 1, (b + 1) * values.count / buckets)]
         return slice.reduce(0, +) / Double(slice.count)
     }
     let low = points.min()!, high = points.max()!
@@ -46,10 +50,14 @@ func historyText(_ history: [ClassificationV1.TrainingEpoch]) -> [String] {
         let epochs = history.filter { $0.pass == pass }
         guard let first = epochs.first, let last = epochs.last else { continue }
         let name = Set(history.map(\.pass)).count > 1 ? " (pass \(pass))" : ""
-        lines.append(String(format: "loss%@ %@ %.4f → %.4f over %d points", name, sparkline(epochs.map(\.loss)), first.loss, last.loss, epochs.count))
+        lines.append(
+            String(
+                format: "loss%@ %@ %.4f → %.4f over %d points", name, sparkline(epochs.map(\.loss)), first.loss,
+                last.loss, epochs.count))
         let validation = epochs.compactMap(\.validationAccuracy)
         if let v0 = validation.first, let v1 = validation.last {
-            lines.append(String(format: "validation%@ %@ %.1f%% → %.1f%%", name, sparkline(validation), v0 * 100, v1 * 100))
+            lines.append(
+                String(format: "validation%@ %@ %.1f%% → %.1f%%", name, sparkline(validation), v0 * 100, v1 * 100))
         }
     }
     return lines
@@ -62,7 +70,8 @@ func modelText(_ m: ClassificationV1.ModelSummary) -> String {
     if let a = m.map50 { figures.append(String(format: "mAP50 %.3f", a)) }
     if let a = m.map5095 { figures.append(String(format: "mAP50:95 %.3f", a)) }
     if let n = m.trainingImages { figures.append("\(n) training images") }
-    return "\(m.name): \(m.algorithm)\(m.fineTuned ? " (fine-tuned)" : "")\(m.cropClassifier ? " (crops classified)" : "") \(modelKindName(m.kind)), \(m.labels.count) labels, input \(m.inputWidth)×\(m.inputHeight)"
+    return
+        "\(m.name): \(m.algorithm)\(m.fineTuned ? " (fine-tuned)" : "")\(m.cropClassifier ? " (crops classified)" : "") \(modelKindName(m.kind)), \(m.labels.count) labels, input \(m.inputWidth)×\(m.inputHeight)"
         + (figures.isEmpty ? "" : ", " + figures.joined(separator: ", "))
         + (m.trainingSeconds > 0 ? String(format: ", trained in %.1f s", m.trainingSeconds) : "")
         + (m.apps.isEmpty ? "" : " (answers for \(m.apps.joined(separator: ", ")))")

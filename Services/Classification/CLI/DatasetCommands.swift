@@ -14,7 +14,8 @@ struct DatasetCommands: AsyncParsableCommand {
 struct DatasetCreate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "create",
-        abstract: "Upload a dataset: a folder of label folders or YOLO's folders (--from), or Create ML's or COCO's JSON with its images (--annotations).",
+        abstract:
+            "Upload a dataset: a folder of label folders or YOLO's folders (--from), or Create ML's or COCO's JSON with its images (--annotations).",
         discussion: """
             --from DIR takes DIR/<label>/*.png|jpg|webp|heic (a classifier's dataset); other files are named on \
             standard error and left out. A detector's dataset comes in one of three formats (--format; by default \
@@ -35,20 +36,41 @@ struct DatasetCreate: AsyncParsableCommand {
             """)
 
     @Argument(help: "The dataset's name.") var name: String
-    @Option(name: .customLong("from"), help: "A folder of label folders of images (a classification dataset), or YOLO's images/ and labels/ (a detection dataset) (default: none, give this or --annotations).", completion: .directory) var directory: String?
-    @Option(help: "Create ML's annotations.json or COCO's JSON (a detection dataset; default: none, give this or --from).", completion: .file(extensions: ["json"])) var annotations: String?
-    @Option(help: "Where the annotated images are (default: the annotations file's folder).", completion: .directory) var images: String?
-    @Option(help: "How a detection dataset is annotated: createml, yolo or coco (default: read from the files given, else createml).")
+    @Option(
+        name: .customLong("from"),
+        help:
+            "A folder of label folders of images (a classification dataset), or YOLO's images/ and labels/ (a detection dataset) (default: none, give this or --annotations).",
+        completion: .directory) var directory: String?
+    @Option(
+        help: "Create ML's annotations.json or COCO's JSON (a detection dataset; default: none, give this or --from).",
+        completion: .file(extensions: ["json"])) var annotations: String?
+    @Option(help: "Where the annotated images are (default: the annotations file's folder).", completion: .directory)
+    var images: String?
+    @Option(
+        help:
+            "How a detection dataset is annotated: createml, yolo or coco (default: read from the files given, else createml)."
+    )
     var format: DatasetAnnotationFormat?
-    @Flag(name: .customLong("skip-bad"), help: "Leave out images that do not decode (truncated, damaged) and name them, instead of refusing the upload (default: refuse).")
+    @Flag(
+        name: .customLong("skip-bad"),
+        help:
+            "Leave out images that do not decode (truncated, damaged) and name them, instead of refusing the upload (default: refuse)."
+    )
     var skipBad = false
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        guard (directory == nil) != (annotations == nil) else { throw ValidationError("give --from DIR or --annotations FILE") }
+        guard (directory == nil) != (annotations == nil) else {
+            throw ValidationError("give --from DIR or --annotations FILE")
+        }
         if images != nil, annotations == nil { throw ValidationError("--images goes with --annotations") }
-        if format == .yolo, annotations != nil { throw ValidationError("--format yolo takes --from DIR (images/, labels/ and data.yaml or classes.txt), not --annotations") }
-        if format == .coco, directory != nil { throw ValidationError("--format coco takes --annotations FILE (COCO's JSON), not --from") }
+        if format == .yolo, annotations != nil {
+            throw ValidationError(
+                "--format yolo takes --from DIR (images/, labels/ and data.yaml or classes.txt), not --annotations")
+        }
+        if format == .coco, directory != nil {
+            throw ValidationError("--format coco takes --annotations FILE (COCO's JSON), not --from")
+        }
     }
 
     func run() async throws {
@@ -76,11 +98,15 @@ struct DatasetCreate: AsyncParsableCommand {
                 let parsed = try? JSONParser.parse(json)
                 let coco = format == .coco || (format == nil && parsed?.objectValue != nil)
                 header.annotationFormat = coco ? .coco : .createml
-                let folder = images.map { URL(fileURLWithPath: $0) } ?? URL(fileURLWithPath: annotations!).deletingLastPathComponent()
+                let folder =
+                    images.map { URL(fileURLWithPath: $0) }
+                    ?? URL(fileURLWithPath: annotations!).deletingLastPathComponent()
                 files = coco ? Self.cocoImages(parsed, folder) : try Self.annotatedImages(json, folder)
             }
             header.fileCount = Int64(files.count)
-            header.totalBytes = files.reduce(0) { $0 + Int64((try? $1.url.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0) }
+            header.totalBytes = files.reduce(0) {
+                $0 + Int64((try? $1.url.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0)
+            }
             let showProgress = !global.json
             let head = header
             let summary = try await client.uploadDataset(options: global.longCallOptions) { writer in
@@ -97,8 +123,11 @@ struct DatasetCreate: AsyncParsableCommand {
                     let piece = 1 << 20
                     repeat {
                         let end = min(bytes.count, offset + piece)
-                        try await writer.send(ClassificationV1.UploadDatasetRequest(
-                            header: nil, chunk: ClassificationV1.FileChunk(path: file.path, data: Array(bytes[offset..<end]), last: end == bytes.count)))
+                        try await writer.send(
+                            ClassificationV1.UploadDatasetRequest(
+                                header: nil,
+                                chunk: ClassificationV1.FileChunk(
+                                    path: file.path, data: Array(bytes[offset..<end]), last: end == bytes.count)))
                         offset = end
                     } while offset < bytes.count
                     sent += Int64(bytes.count)
@@ -133,13 +162,16 @@ struct DatasetCreate: AsyncParsableCommand {
             for name in names.sorted() where !name.hasPrefix(".") {
                 guard imageExtensions.contains((name as NSString).pathExtension.lowercased()) else {
                     // Never silently: a photo in a format the service does not read is named.
-                    writeStandardError("skipped \(label)/\(name): not an image by its name (PNG, JPEG, WebP or HEIC expected)\n")
+                    writeStandardError(
+                        "skipped \(label)/\(name): not an image by its name (PNG, JPEG, WebP or HEIC expected)\n")
                     continue
                 }
                 files.append(("\(label)/\(name)", folder.appendingPathComponent(name)))
             }
         }
-        guard !files.isEmpty else { throw RPCError(.invalidArgument, "\(root.path): no label folders with PNG, JPEG, WebP or HEIC images") }
+        guard !files.isEmpty else {
+            throw RPCError(.invalidArgument, "\(root.path): no label folders with PNG, JPEG, WebP or HEIC images")
+        }
         return files
     }
 
@@ -147,7 +179,8 @@ struct DatasetCreate: AsyncParsableCommand {
     static func looksLikeYOLO(_ root: URL) -> Bool {
         var isDirectory: ObjCBool = false
         return ["images", "labels"].allSatisfy {
-            FileManager.default.fileExists(atPath: root.appendingPathComponent($0).path, isDirectory: &isDirectory) && isDirectory.boolValue
+            FileManager.default.fileExists(atPath: root.appendingPathComponent($0).path, isDirectory: &isDirectory)
+                && isDirectory.boolValue
         }
     }
 
@@ -155,7 +188,8 @@ struct DatasetCreate: AsyncParsableCommand {
     /// `.txt` files under a `labels/` folder, the `*.yaml` at the top and any `classes.txt`; other files are named
     /// on standard error and left out.
     static func yoloFiles(_ root: URL) throws -> [(path: String, url: URL)] {
-        guard let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey]) else {
+        guard let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey])
+        else {
             throw FileError(.unreadable, path: root.path, reason: "not a readable directory", role: "--from")
         }
         let base = root.standardizedFileURL.resolvingSymlinksInPath().path
@@ -170,16 +204,21 @@ struct DatasetCreate: AsyncParsableCommand {
             if parts.contains(where: { $0.hasPrefix(".") }) { continue }
             let fileExtension = (name as NSString).pathExtension.lowercased()
             let folders = parts.dropLast()
-            let wanted = (imageExtensions.contains(fileExtension) && folders.contains("images"))
+            let wanted =
+                (imageExtensions.contains(fileExtension) && folders.contains("images"))
                 || (fileExtension == "txt" && (folders.contains("labels") || name == "classes.txt"))
                 || (["yaml", "yml"].contains(fileExtension) && folders.isEmpty)
             if wanted {
                 files.append((path, url))
             } else {
-                writeStandardError("skipped \(path): not an image under images/, a label file under labels/, a *.yaml at the top or classes.txt\n")
+                writeStandardError(
+                    "skipped \(path): not an image under images/, a label file under labels/, a *.yaml at the top or classes.txt\n"
+                )
             }
         }
-        guard !files.isEmpty else { throw RPCError(.invalidArgument, "\(root.path): no YOLO images/ and labels/ files") }
+        guard !files.isEmpty else {
+            throw RPCError(.invalidArgument, "\(root.path): no YOLO images/ and labels/ files")
+        }
         return files.sorted { $0.0 < $1.0 }
     }
 
@@ -188,7 +227,9 @@ struct DatasetCreate: AsyncParsableCommand {
         var seen: Set<String> = []
         var files: [(String, URL)] = []
         for image in parsed?["images"]?.arrayValue ?? [] {
-            guard let name = image["file_name"]?.stringValue, !name.isEmpty, seen.insert(name).inserted else { continue }
+            guard let name = image["file_name"]?.stringValue, !name.isEmpty, seen.insert(name).inserted else {
+                continue
+            }
             let url = folder.appendingPathComponent(name)
             if FileManager.default.fileExists(atPath: url.path) { files.append((name, url)) }
         }
@@ -215,17 +256,23 @@ enum DatasetAnnotationFormat: String, CaseIterable, ExpressibleByArgument {
 }
 
 struct DatasetList: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list", abstract: "Every dataset with its kind, images and labels.")
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "Every dataset with its kind, images and labels.")
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
         try await global.withClassification { client in
-            let reply = try await client.listDatasets(ClassificationV1.ListDatasetsRequest(), options: global.callOptions)
-            try global.render(reply, text: {
-                printTable(["NAME", "KIND", "IMAGES", "LABELS", "CREATED"], reply.datasets.map {
-                    [$0.name, kindName($0.kind), "\($0.images)", "\($0.labels.count)", isoDate($0.createdAt)]
+            let reply = try await client.listDatasets(
+                ClassificationV1.ListDatasetsRequest(), options: global.callOptions)
+            try global.render(
+                reply,
+                text: {
+                    printTable(
+                        ["NAME", "KIND", "IMAGES", "LABELS", "CREATED"],
+                        reply.datasets.map {
+                            [$0.name, kindName($0.kind), "\($0.images)", "\($0.labels.count)", isoDate($0.createdAt)]
+                        })
                 })
-            })
         }
     }
 }
@@ -237,21 +284,24 @@ struct DatasetShow: AsyncParsableCommand {
 
     func run() async throws {
         try await global.withClassification { client in
-            let d = try await client.getDataset(ClassificationV1.GetDatasetRequest(name: name), options: global.callOptions)
+            let d = try await client.getDataset(
+                ClassificationV1.GetDatasetRequest(name: name), options: global.callOptions)
             try global.render(d, text: { print(datasetText(d)) })
         }
     }
 }
 
 struct DatasetDelete: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a dataset (its images unless another dataset has them).",
+    static let configuration = CommandConfiguration(
+        commandName: "delete", abstract: "Delete a dataset (its images unless another dataset has them).",
         discussion: "--json prints the empty DeleteDatasetResponse: {}.")
     @Argument(help: "The dataset's name.") var name: String
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
         try await global.withClassification { client in
-            let reply = try await client.deleteDataset(ClassificationV1.DeleteDatasetRequest(name: name), options: global.callOptions)
+            let reply = try await client.deleteDataset(
+                ClassificationV1.DeleteDatasetRequest(name: name), options: global.callOptions)
             try global.render(reply, text: { print("deleted dataset \(name)") })
         }
     }

@@ -8,7 +8,8 @@ import Schema
 /// `gateway classify deployment …`: which model answers for each app. Setting and removing is the admin's.
 struct DeploymentCommands: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "deployment", abstract: "Apps and the models that answer for them: set, list, delete (an admin's).",
+        commandName: "deployment",
+        abstract: "Apps and the models that answer for them: set, list, delete (an admin's).",
         discussion: """
             An app (the dog-breed app, the clover app) has a classifier and a detector, each a model an admin points \
             it at; `image --app NAME` and `detect --app NAME` are answered by them only, and with the app's catalogue. \
@@ -27,22 +28,31 @@ struct DeploymentSet: AsyncParsableCommand {
 
     func run() async throws {
         try await global.withClassification { client in
-            let d = try await client.setDeployment(ClassificationV1.SetDeploymentRequest(app: app, model: model), options: global.callOptions)
+            let d = try await client.setDeployment(
+                ClassificationV1.SetDeploymentRequest(app: app, model: model), options: global.callOptions)
             try global.render(d, text: { print("app \(d.app)'s \(modelKindName(d.kind)) is now \(d.model)") })
         }
     }
 }
 
 struct DeploymentList: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list", abstract: "Every app with its classifier and detector.")
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "Every app with its classifier and detector.")
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
         try await global.withClassification { client in
-            let r = try await client.listDeployments(ClassificationV1.ListDeploymentsRequest(), options: global.callOptions)
-            try global.render(r, text: {
-                printTable(["APP", "KIND", "MODEL"], r.deployments.map { [$0.app, modelKindName($0.kind), $0.model.isEmpty ? "(deleted)" : $0.model] })
-            })
+            let r = try await client.listDeployments(
+                ClassificationV1.ListDeploymentsRequest(), options: global.callOptions)
+            try global.render(
+                r,
+                text: {
+                    printTable(
+                        ["APP", "KIND", "MODEL"],
+                        r.deployments.map {
+                            [$0.app, modelKindName($0.kind), $0.model.isEmpty ? "(deleted)" : $0.model]
+                        })
+                })
         }
     }
 }
@@ -59,7 +69,8 @@ struct DeploymentDelete: AsyncParsableCommand {
 
     func run() async throws {
         try await global.withClassification { client in
-            let request = ClassificationV1.DeleteDeploymentRequest(app: app, kind: kind.map { $0 == .classifier ? .classifier : .detector } ?? .unspecified)
+            let request = ClassificationV1.DeleteDeploymentRequest(
+                app: app, kind: kind.map { $0 == .classifier ? .classifier : .detector } ?? .unspecified)
             let reply = try await client.deleteDeployment(request, options: global.callOptions)
             try global.render(reply, text: { print("app \(app)'s \(kind?.rawValue ?? "models") removed") })
         }

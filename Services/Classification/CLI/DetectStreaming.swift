@@ -15,7 +15,10 @@ enum DetectStreaming {
         case standardInput
 
         init(_ argument: String) throws {
-            if argument == "-" { self = .standardInput; return }
+            if argument == "-" {
+                self = .standardInput
+                return
+            }
             try InputFile.check(argument, directory: true, role: "--stream")
             self = .directory(argument)
         }
@@ -32,52 +35,65 @@ enum DetectStreaming {
         return names.map { (directory as NSString).appendingPathComponent($0) }
     }
 
-    static func run(client: ClassificationV1.Classification.Client, source: Source, template: ClassificationV1.DetectRequest,
-                    fps: Double?, options: CallOptions) async throws {
+    static func run(
+        client: ClassificationV1.Classification.Client, source: Source, template: ClassificationV1.DetectRequest,
+        fps: Double?, options: CallOptions
+    ) async throws {
         let started = ContinuousClock.now
         let showRate = isatty(STDERR_FILENO) == 1
         let interval: Duration? = fps.map { .nanoseconds(Int64(1e9 / $0)) }
-        let answered = try await client.detectStream(options: options, requests: { writer in
-            var number: UInt64 = 0
-            func send(_ image: [UInt8]) async throws {
-                number += 1
-                var request = template
-                request.image = image
-                try await writer.send(ClassificationV1.DetectStreamRequest(request: request, frame: number))
-                if let interval { try await Task.sleep(until: started + interval * Int(number), clock: .continuous) }
-            }
-            switch source {
-            case .directory(let directory):
-                for file in try frameFiles(directory) { try await send(readFile(file)) }
-            case .standardInput:
-                var splitter = MJPEGSplitter()
-                while let chunk = try await readStandardInput() {
-                    for frame in try splitter.feed(chunk) { try await send(frame) }
+        let answered = try await client.detectStream(
+            options: options,
+            requests: { writer in
+                var number: UInt64 = 0
+                func send(_ image: [UInt8]) async throws {
+                    number += 1
+                    var request = template
+                    request.image = image
+                    try await writer.send(ClassificationV1.DetectStreamRequest(request: request, frame: number))
+                    if let interval {
+                        try await Task.sleep(until: started + interval * Int(number), clock: .continuous)
+                    }
                 }
-                try splitter.finish()
-            }
-        }, responses: { responses in
-            let meter = ProgressDisplay()
-            var count = 0
-            for try await answer in responses {
-                count += 1
-                // Unbuffered: a reader of the pipe gets each answer as it comes.
-                FileHandle.standardOutput.write(Data((answer.outputJSON.serialized(.compact) + "\n").utf8))
-                if showRate {
-                    let seconds = Self.seconds(ContinuousClock.now - started)
-                    meter.update(fraction: 0, message: String(format: "frame %llu: %.1f fps, %llu dropped", answer.frame,
-                                                               Double(count) / max(seconds, 1e-3), answer.droppedTotal))
+                switch source {
+                case .directory(let directory):
+                    for file in try frameFiles(directory) { try await send(readFile(file)) }
+                case .standardInput:
+                    var splitter = MJPEGSplitter()
+                    while let chunk = try await readStandardInput() {
+                        for frame in try splitter.feed(chunk) { try await send(frame) }
+                    }
+                    try splitter.finish()
                 }
-            }
-            if showRate { meter.finish() }
-            return count
-        })
+            },
+            responses: { responses in
+                let meter = ProgressDisplay()
+                var count = 0
+                for try await answer in responses {
+                    count += 1
+                    // Unbuffered: a reader of the pipe gets each answer as it comes.
+                    FileHandle.standardOutput.write(Data((answer.outputJSON.serialized(.compact) + "\n").utf8))
+                    if showRate {
+                        let seconds = Self.seconds(ContinuousClock.now - started)
+                        meter.update(
+                            fraction: 0,
+                            message: String(
+                                format: "frame %llu: %.1f fps, %llu dropped", answer.frame,
+                                Double(count) / max(seconds, 1e-3), answer.droppedTotal))
+                    }
+                }
+                if showRate { meter.finish() }
+                return count
+            })
         if showRate {
-            writeStandardError(String(format: "%d frames answered in %.1f s\n", answered, Self.seconds(ContinuousClock.now - started)))
+            writeStandardError(
+                String(format: "%d frames answered in %.1f s\n", answered, Self.seconds(ContinuousClock.now - started)))
         }
     }
 
-    static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+    static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
 
     /// Up to 64 KiB of standard input; nil at its end. Read on a thread of its own, so the call's tasks go on.
     static func readStandardInput() async throws -> [UInt8]? {
@@ -86,7 +102,9 @@ enum DetectStreaming {
                 var buffer = [UInt8](repeating: 0, count: 64 * 1024)
                 let n = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
                 if n < 0 {
-                    continuation.resume(throwing: FileError(.unreadable, path: "-", reason: String(cString: strerror(errno)), role: "--stream"))
+                    continuation.resume(
+                        throwing: FileError(
+                            .unreadable, path: "-", reason: String(cString: strerror(errno)), role: "--stream"))
                 } else {
                     continuation.resume(returning: n == 0 ? nil : Array(buffer.prefix(n)))
                 }
@@ -121,7 +139,9 @@ struct MJPEGSplitter {
             if start > 0 { buffer.removeFirst(start) }
             guard let end = try Self.endOfImage(buffer) else {
                 guard buffer.count <= Self.maximumFrameBytes else {
-                    throw Malformed(description: "an MJPEG frame runs past \(Self.maximumFrameBytes >> 20) MiB without its end marker")
+                    throw Malformed(
+                        description:
+                            "an MJPEG frame runs past \(Self.maximumFrameBytes >> 20) MiB without its end marker")
                 }
                 return frames
             }
@@ -154,7 +174,9 @@ struct MJPEGSplitter {
             default:
                 guard i + 1 < b.count else { return nil }
                 let length = Int(b[i]) << 8 | Int(b[i + 1])
-                guard length >= 2 else { throw Malformed(description: "a JPEG segment of length \(length) in an MJPEG frame") }
+                guard length >= 2 else {
+                    throw Malformed(description: "a JPEG segment of length \(length) in an MJPEG frame")
+                }
                 i += length
                 guard code == 0xDA else { continue }
                 // Entropy-coded data: to the next marker that is not stuffing or a restart.

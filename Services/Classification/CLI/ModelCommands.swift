@@ -8,22 +8,34 @@ import Schema
 struct ModelCommands: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "model", abstract: "Trained and imported models: list, show, delete, activate, export, import.",
-        subcommands: [ModelList.self, ModelShow.self, ModelDelete.self, ModelActivate.self, ModelExport.self, ModelImportCommand.self])
+        subcommands: [
+            ModelList.self, ModelShow.self, ModelDelete.self, ModelActivate.self, ModelExport.self,
+            ModelImportCommand.self,
+        ])
 }
 
 struct ModelList: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list", abstract: "Every model with its kind, algorithm and figures.")
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "Every model with its kind, algorithm and figures.")
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
         try await global.withClassification { client in
             let r = try await client.listModels(ClassificationV1.ListModelsRequest(), options: global.callOptions)
-            try global.render(r, text: {
-                printTable(["NAME", "KIND", "ALGORITHM", "LABELS", "INPUT", "ACCURACY", "APPS"], r.models.map { m in
-                    [m.name, modelKindName(m.kind), m.algorithm + (m.fineTuned ? " (fine-tuned)" : ""), "\(m.labels.count)", "\(m.inputWidth)x\(m.inputHeight)",
-                     m.validationAccuracy.map(percent) ?? m.map50.map { String(format: "mAP50 %.3f", $0) } ?? "-", m.apps.joined(separator: ",")]
+            try global.render(
+                r,
+                text: {
+                    printTable(
+                        ["NAME", "KIND", "ALGORITHM", "LABELS", "INPUT", "ACCURACY", "APPS"],
+                        r.models.map { m in
+                            [
+                                m.name, modelKindName(m.kind), m.algorithm + (m.fineTuned ? " (fine-tuned)" : ""),
+                                "\(m.labels.count)", "\(m.inputWidth)x\(m.inputHeight)",
+                                m.validationAccuracy.map(percent) ?? m.map50.map { String(format: "mAP50 %.3f", $0) }
+                                    ?? "-", m.apps.joined(separator: ","),
+                            ]
+                        })
                 })
-            })
         }
     }
 }
@@ -37,7 +49,9 @@ struct ModelShow: AsyncParsableCommand {
             report, a grey line between the cnn's passes, grid lines at every 10 % of the height.
             """)
     @Argument(help: "The model's name.") var name: String
-    @Option(help: "Also draw the loss and accuracy curves into this PNG file (default: none).", completion: .file(extensions: ["png"])) var plot: String?
+    @Option(
+        help: "Also draw the loss and accuracy curves into this PNG file (default: none).",
+        completion: .file(extensions: ["png"])) var plot: String?
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
@@ -45,32 +59,39 @@ struct ModelShow: AsyncParsableCommand {
             let m = try await client.getModel(ClassificationV1.GetModelRequest(name: name), options: global.callOptions)
             if let plot {
                 guard !m.history.isEmpty else {
-                    throw RPCError(.failedPrecondition, "model \(name) has no training history to plot (imported, or trained before it was kept)")
+                    throw RPCError(
+                        .failedPrecondition,
+                        "model \(name) has no training history to plot (imported, or trained before it was kept)")
                 }
-                guard FileManager.default.createFile(atPath: plot, contents: Data(TrainingCurvePlot.png(m.history))) else {
+                guard FileManager.default.createFile(atPath: plot, contents: Data(TrainingCurvePlot.png(m.history)))
+                else {
                     throw FileError(.notWritable, path: plot, reason: "cannot create the file", role: "--plot")
                 }
                 if !global.json { print("wrote \(plot): loss red, training accuracy blue, validation accuracy green") }
             }
-            try global.render(m, text: {
-                print(modelText(m))
-                print("labels: \(m.labels.joined(separator: ", "))")
-                print("size: \(m.size) bytes, created \(isoDate(m.createdAt))")
-                for line in historyText(m.history) { print(line) }
-            })
+            try global.render(
+                m,
+                text: {
+                    print(modelText(m))
+                    print("labels: \(m.labels.joined(separator: ", "))")
+                    print("size: \(m.size) bytes, created \(isoDate(m.createdAt))")
+                    for line in historyText(m.history) { print(line) }
+                })
         }
     }
 }
 
 struct ModelDelete: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "delete", abstract: "Delete a model.", discussion: "--json prints the empty DeleteModelResponse: {}.")
+        commandName: "delete", abstract: "Delete a model.",
+        discussion: "--json prints the empty DeleteModelResponse: {}.")
     @Argument(help: "The model's name.") var name: String
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
         try await global.withClassification { client in
-            let reply = try await client.deleteModel(ClassificationV1.DeleteModelRequest(name: name), options: global.callOptions)
+            let reply = try await client.deleteModel(
+                ClassificationV1.DeleteModelRequest(name: name), options: global.callOptions)
             try global.render(reply, text: { print("deleted model \(name)") })
         }
     }
@@ -78,14 +99,16 @@ struct ModelDelete: AsyncParsableCommand {
 
 struct ModelActivate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "activate", abstract: "Make a model the app \"default\"'s classifier or detector (as `deployment set default MODEL`).",
+        commandName: "activate",
+        abstract: "Make a model the app \"default\"'s classifier or detector (as `deployment set default MODEL`).",
         discussion: "--json prints the empty SetActiveModelResponse: {}.")
     @Argument(help: "The model's name.") var name: String
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
         try await global.withClassification { client in
-            let reply = try await client.setActiveModel(ClassificationV1.SetActiveModelRequest(name: name), options: global.callOptions)
+            let reply = try await client.setActiveModel(
+                ClassificationV1.SetActiveModelRequest(name: name), options: global.callOptions)
             try global.render(reply, text: { print("\(name) now answers for the app default") })
         }
     }
@@ -93,7 +116,9 @@ struct ModelActivate: AsyncParsableCommand {
 
 struct ModelExport: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "export", abstract: "Write a model's container file (labels, input, tensors, SHA-256; see Services/Classification/README.md), or an ONNX model.",
+        commandName: "export",
+        abstract:
+            "Write a model's container file (labels, input, tensors, SHA-256; see Services/Classification/README.md), or an ONNX model.",
         discussion: """
             --format onnx writes the model as an ONNX graph to run elsewhere (onnxruntime, a phone): input "image" \
             [1, 3, H, W] RGB / 255 (then (x - input_mean) / input_std where metadata_props has them: a transfer model's \
@@ -105,7 +130,9 @@ struct ModelExport: AsyncParsableCommand {
             {"file": PATH, "size": "BYTES"} (the size a string, as the JSON mapping spells 64-bit integers).
             """)
     @Argument(help: "The model's name.") var name: String
-    @Option(name: [.short, .customLong("output")], help: "The file to write (default NAME.menagerie-model, or NAME.onnx).", completion: .file(extensions: ["menagerie-model", "onnx"])) var output: String?
+    @Option(
+        name: [.short, .customLong("output")], help: "The file to write (default NAME.menagerie-model, or NAME.onnx).",
+        completion: .file(extensions: ["menagerie-model", "onnx"])) var output: String?
     @Option(help: "What to write: menagerie (the container, default) or onnx.") var format: ExportFormat = .menagerie
     @OptionGroup var global: GlobalOptions
 
@@ -121,14 +148,18 @@ struct ModelExport: AsyncParsableCommand {
             var bytes: [UInt8] = []
             let request = ClassificationV1.ExportModelRequest(name: name, format: format.wire)
             for try await chunk in client.exportModel(request, options: global.longCallOptions) {
-                guard chunk.offset == Int64(bytes.count) else { throw RPCError(.dataLoss, "the export's chunks arrived out of order") }
+                guard chunk.offset == Int64(bytes.count) else {
+                    throw RPCError(.dataLoss, "the export's chunks arrived out of order")
+                }
                 bytes += chunk.data
             }
             let path = output ?? "\(name).\(format.fileExtension)"
             guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {
                 throw FileError(.notWritable, path: path, reason: "cannot create the file")
             }
-            try global.render(jsonValue: { Self.written(path, size: bytes.count) }, text: { print("wrote \(path) (\(bytes.count) bytes)") })
+            try global.render(
+                jsonValue: { Self.written(path, size: bytes.count) },
+                text: { print("wrote \(path) (\(bytes.count) bytes)") })
         }
     }
 
@@ -166,15 +197,22 @@ struct ModelImportCommand: AsyncParsableCommand {
             does not load or does not fit its labels and input is refused (INVALID_ARGUMENT) and nothing is kept.
             """)
 
-    @Argument(help: "The model file.", completion: .file(extensions: ["menagerie-model", "pt", "onnx"])) var file: String
+    @Argument(help: "The model file.", completion: .file(extensions: ["menagerie-model", "pt", "onnx"])) var file:
+        String
     @Option(help: "The imported model's name.") var name: String
     @Option(help: "The file's format.") var format = ModelFormat.menagerie
-    @Option(help: "What the model does (default classifier, or what an ONNX file this service exported says).") var kind: ModelKind?
-    @Option(help: "The labels in output order, comma-separated (default: the file's, for a menagerie model or an ONNX file this service exported).") var labels: String?
-    @Option(help: "Input size WxH (default 224x224, or what an ONNX file this service exported says).") var input: String?
+    @Option(help: "What the model does (default classifier, or what an ONNX file this service exported says).")
+    var kind: ModelKind?
+    @Option(
+        help:
+            "The labels in output order, comma-separated (default: the file's, for a menagerie model or an ONNX file this service exported)."
+    ) var labels: String?
+    @Option(help: "Input size WxH (default 224x224, or what an ONNX file this service exported says).") var input:
+        String?
     @Option(help: "Per-channel mean, three comma-separated values (default: none, 0).") var mean: String?
     @Option(help: "Per-channel standard deviation, three comma-separated values (default: none, 1).") var std: String?
-    @Option(help: "ONNX detector output layout (default: the service's guess from the output's shape).") var layout: DetectorLayout?
+    @Option(help: "ONNX detector output layout (default: the service's guess from the output's shape).") var layout:
+        DetectorLayout?
     @OptionGroup var global: GlobalOptions
 
     func request() throws -> ClassificationV1.ImportModelRequest {
@@ -196,7 +234,9 @@ struct ModelImportCommand: AsyncParsableCommand {
         func floats(_ text: String?, _ flag: String) throws -> [Float] {
             guard let text else { return [] }
             let values = text.split(separator: ",").compactMap { Float($0.trimmingCharacters(in: .whitespaces)) }
-            guard values.count == 3 else { throw InvalidValue("\(flag) takes three comma-separated numbers (got \(text))") }
+            guard values.count == 3 else {
+                throw InvalidValue("\(flag) takes three comma-separated numbers (got \(text))")
+            }
             return values
         }
         r.mean = try floats(mean, "--mean")
@@ -225,7 +265,9 @@ struct ModelImportCommand: AsyncParsableCommand {
                     offset = end
                 } while offset < bytes.count
             }
-            guard let model = reply.model else { throw RPCError(.internalError, "the import answered without the model") }
+            guard let model = reply.model else {
+                throw RPCError(.internalError, "the import answered without the model")
+            }
             try global.render(reply, text: { print("imported " + modelText(model)) })
         }
     }

@@ -16,7 +16,9 @@ enum PhotoAnswer<Response: ProtoJSONMessage & Sendable> {
 
     /// Asks `call` about each of `photos` in turn; a failure is kept under the photo's name and the next one is
     /// asked, so one bad photo among many costs only its own answer.
-    static func each(_ photos: [String], _ call: (String, [UInt8]) async throws -> Response) async -> [(String, PhotoAnswer)] {
+    static func each(_ photos: [String], _ call: (String, [UInt8]) async throws -> Response) async -> [(
+        String, PhotoAnswer
+    )] {
         var answers: [(String, PhotoAnswer)] = []
         for photo in photos {
             do {
@@ -42,21 +44,26 @@ private func failureParts(_ error: any Error) -> (code: Int32, connectCode: Stri
 /// Prints `answers` (`text` for an answered photo, under its name when there are several; a failed one as
 /// `error: FILE: message` on standard error) or their JSON, and exits with the first failure's status. A single
 /// photo that fails ends the command as any failed command does.
-func renderPhotoAnswers<Response>(_ answers: [(String, PhotoAnswer<Response>)], global: GlobalOptions,
-                                  text: (String, Response, Bool) -> Void) throws {
+func renderPhotoAnswers<Response>(
+    _ answers: [(String, PhotoAnswer<Response>)], global: GlobalOptions,
+    text: (String, Response, Bool) -> Void
+) throws {
     if answers.count == 1, case .failed(let error) = answers[0].1 { throw error }
     try global.render(
         jsonValue: {
             if answers.count == 1, case .answered(let response) = answers[0].1 { return response.outputJSON }
-            return .array(answers.map { photo, answer in
-                switch answer {
-                case .answered(let response): return response.outputJSON
-                case .failed(let error):
-                    let parts = failureParts(error)
-                    return .object([JSONMember("file", .string(photo)), JSONMember("code", .string(parts.connectCode)),
-                                    JSONMember("message", .string(parts.message))])
-                }
-            })
+            return .array(
+                answers.map { photo, answer in
+                    switch answer {
+                    case .answered(let response): return response.outputJSON
+                    case .failed(let error):
+                        let parts = failureParts(error)
+                        return .object([
+                            JSONMember("file", .string(photo)), JSONMember("code", .string(parts.connectCode)),
+                            JSONMember("message", .string(parts.message)),
+                        ])
+                    }
+                })
         },
         text: {
             for (photo, answer) in answers {
@@ -79,7 +86,8 @@ enum ClassifyScaling: String, CaseIterable, ExpressibleByArgument {
 
 struct ClassifyImage: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "image", abstract: "Classify photos: the top labels with their confidences, and the catalogue entry of the best.",
+        commandName: "image",
+        abstract: "Classify photos: the top labels with their confidences, and the catalogue entry of the best.",
         discussion: """
             --json prints protobuf's JSON mapping of the ClassifyResponse for one photo: {"model", "recognised", \
             "labels": [{"label", "confidence"}], "entry"}; for several, a JSON array with one ClassifyResponse per \
@@ -88,12 +96,17 @@ struct ClassifyImage: AsyncParsableCommand {
             the status of the first that failed.
             """)
 
-    @Argument(help: "PNG, JPEG, WebP or HEIC files.", completion: .file(extensions: photoExtensions)) var photos: [String]
-    @Option(help: "The app to answer for: its classifier and catalogue (default: the only app; with several, name one).") var app: String?
+    @Argument(help: "PNG, JPEG, WebP or HEIC files.", completion: .file(extensions: photoExtensions)) var photos:
+        [String]
+    @Option(
+        help: "The app to answer for: its classifier and catalogue (default: the only app; with several, name one).")
+    var app: String?
     @Option(help: "A model by name instead of the app's (default: the app's).") var model: String?
     @Option(help: "How many labels (default 5).") var top: Int32?
     @Option(help: "How the photo fits the model's input (default: fit).") var scaling: ClassifyScaling?
-    @Option(name: .customLong("min-confidence"), help: "Below this the answer is \"nothing recognised\" (default: the model's).") var minConfidence: Double?
+    @Option(
+        name: .customLong("min-confidence"),
+        help: "Below this the answer is \"nothing recognised\" (default: the model's).") var minConfidence: Double?
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
@@ -155,22 +168,29 @@ struct Detect: AsyncParsableCommand {
             terminal the frames per second are shown on standard error.
             """)
 
-    @Argument(help: "PNG, JPEG, WebP or HEIC files.", completion: .file(extensions: photoExtensions)) var photos: [String] = []
-    @Option(help: "The app to answer for: its detector (default: the only app with one; with several, name one).") var app: String?
+    @Argument(help: "PNG, JPEG, WebP or HEIC files.", completion: .file(extensions: photoExtensions)) var photos:
+        [String] = []
+    @Option(help: "The app to answer for: its detector (default: the only app with one; with several, name one).")
+    var app: String?
     @Option(help: "A model by name instead of the app's (default: the app's).") var model: String?
     @Option(help: "Only this label (repeatable; default: every label).") var only: [String] = []
     @Option(help: "Confidence threshold (default 0.25).") var confidence: Double?
     @Option(help: "NMS IoU threshold (default 0.45).") var iou: Double?
     @Option(name: .customLong("max"), help: "Most detections (default 100).") var maximum: Int32?
-    @Option(help: "Frames from a directory (name order) or - for MJPEG on standard input, answered as JSON lines (default: the photos given).",
-            completion: .directory) var stream: String?
-    @Option(help: "With --stream: send at most this many frames per second (default: as fast as they are read).") var fps: Double?
+    @Option(
+        help:
+            "Frames from a directory (name order) or - for MJPEG on standard input, answered as JSON lines (default: the photos given).",
+        completion: .directory) var stream: String?
+    @Option(help: "With --stream: send at most this many frames per second (default: as fast as they are read).")
+    var fps: Double?
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
         if stream == nil, photos.isEmpty { throw ValidationError("give at least one photo, or --stream DIR|-") }
         if stream != nil, !photos.isEmpty { throw ValidationError("give photos or --stream, not both") }
-        if let fps, !(fps.isFinite && fps > 0 && fps <= 1000) { throw InvalidValue("--fps must be above 0 and at most 1000 (got \(fps))") }
+        if let fps, !(fps.isFinite && fps > 0 && fps <= 1000) {
+            throw InvalidValue("--fps must be above 0 and at most 1000 (got \(fps))")
+        }
         if fps != nil, stream == nil { throw ValidationError("--fps paces --stream; give --stream DIR|-") }
     }
 
@@ -185,7 +205,8 @@ struct Detect: AsyncParsableCommand {
             template.iouThreshold = iou
             template.maxDetections = maximum
             try await global.withClassification { client in
-                try await DetectStreaming.run(client: client, source: source, template: template, fps: fps, options: global.streamCallOptions)
+                try await DetectStreaming.run(
+                    client: client, source: source, template: template, fps: fps, options: global.streamCallOptions)
             }
             return
         }
@@ -212,7 +233,9 @@ struct Detect: AsyncParsableCommand {
         for d in r.detections {
             let b = d.boxPx ?? ClassificationV1.Box()
             let percent = Int((d.confidence * 100).rounded())
-            print("\(percent)% \(d.label) at \(Int(b.x.rounded())),\(Int(b.y.rounded())) \(Int(b.width.rounded()))×\(Int(b.height.rounded()))")
+            print(
+                "\(percent)% \(d.label) at \(Int(b.x.rounded())),\(Int(b.y.rounded())) \(Int(b.width.rounded()))×\(Int(b.height.rounded()))"
+            )
         }
     }
 }

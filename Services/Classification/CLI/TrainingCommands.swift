@@ -14,7 +14,8 @@ enum TrainingAlgorithm: String, CaseIterable, ExpressibleByArgument {
 struct Train: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "train",
-        abstract: "Train a classifier or detector on a dataset; follows the job with a progress bar and prints the model.",
+        abstract:
+            "Train a classifier or detector on a dataset; follows the job with a progress bar and prints the model.",
         discussion: """
             Algorithms: transfer (a linear head on the built-in pretrained feature print, EfficientNet-Lite0 from \
             ImageNet, on images augmented by flips, crops and exposure; the classifier default for photos, over 64 \
@@ -30,21 +31,58 @@ struct Train: AsyncParsableCommand {
 
     @Option(help: "The dataset to train on.") var dataset: String
     @Option(help: "What to train.") var kind = ModelKind.classifier
-    @Option(help: "The learning algorithm (default: transfer for photos when the feature print is installed, else cnn; yolo for a detector).") var algorithm: TrainingAlgorithm?
-    @Option(help: "Start from this model's layers (a cnn classifier; or a yolo detector, for a detector; default: none, from scratch).") var base: String?
+    @Option(
+        help:
+            "The learning algorithm (default: transfer for photos when the feature print is installed, else cnn; yolo for a detector)."
+    ) var algorithm: TrainingAlgorithm?
+    @Option(
+        help:
+            "Start from this model's layers (a cnn classifier; or a yolo detector, for a detector; default: none, from scratch)."
+    ) var base: String?
     @Option(help: "The model's name (default DATASET-ALGORITHM-N).") var name: String?
-    @Option(help: "Passes over the training images (default: cnn 30, features and transfer 300 full-batch steps of the head, yolo and transfer detectors 150).") var epochs: Int32?
-    @Option(name: .customLong("batch-size"), help: "cnn: images per optimisation step (default 64).") var batchSize: Int32?
-    @Option(help: "cnn: stop after this many epochs without a lower validation loss and keep the best epoch (default: run every epoch).") var patience: Int32?
-    @Option(help: "Seed of the shuffles and initial weights: the same seed and data give the same model (default: 0).") var seed: UInt64?
-    @Option(name: .customLong("image-size"), help: "Side of the square network input (default: the algorithm's).") var imageSize: Int32?
-    @Option(name: .customLong("validation-dataset"), help: "Measure on this dataset instead of holding images out (default: hold out --validation-fraction).") var validationDataset: String?
-    @Option(name: .customLong("validation-fraction"), help: "Held out per label (default 0.1).") var validationFraction: Double?
-    @Option(help: "Augmentations, comma-separated: flip, crop, rotation, turns (right angles, for photos taken from above), blur, exposure, noise; or none (default: cnn crop,rotation; transfer flip,crop,exposure; others none).") var augment: String?
-    @Flag(name: .customLong("fine-tune"), help: "transfer: after the head, also train the feature print's last block with it for a few epochs, keeping the epoch best on the held-out images (slower; implies --algorithm transfer; default: off, the network frozen).") var fineTune = false
-    @Option(name: .customLong("crop-classifier"), help: "Detectors: label each box by a transfer classifier of its crop, trained on the training boxes (true or false; default false: each box costs a pass of the feature print). Such a detector does not export as ONNX.") var cropClassifier: Bool?
-    @Option(name: .customLong("feature-stride"), help: "Transfer detectors: the feature map's stride, 8, 16 or 32 (default 16; 8 for small objects, under about 24 pixels of the 224-pixel input).") var featureStride: Int32?
-    @Flag(name: .customLong("include-feedback"), help: "Add the photos kept by `gateway classify feedback --consent` (their labels must be the dataset's).") var includeFeedback = false
+    @Option(
+        help:
+            "Passes over the training images (default: cnn 30, features and transfer 300 full-batch steps of the head, yolo and transfer detectors 150)."
+    ) var epochs: Int32?
+    @Option(name: .customLong("batch-size"), help: "cnn: images per optimisation step (default 64).") var batchSize:
+        Int32?
+    @Option(
+        help:
+            "cnn: stop after this many epochs without a lower validation loss and keep the best epoch (default: run every epoch)."
+    ) var patience: Int32?
+    @Option(help: "Seed of the shuffles and initial weights: the same seed and data give the same model (default: 0).")
+    var seed: UInt64?
+    @Option(name: .customLong("image-size"), help: "Side of the square network input (default: the algorithm's).")
+    var imageSize: Int32?
+    @Option(
+        name: .customLong("validation-dataset"),
+        help: "Measure on this dataset instead of holding images out (default: hold out --validation-fraction).")
+    var validationDataset: String?
+    @Option(name: .customLong("validation-fraction"), help: "Held out per label (default 0.1).") var validationFraction:
+        Double?
+    @Option(
+        help:
+            "Augmentations, comma-separated: flip, crop, rotation, turns (right angles, for photos taken from above), blur, exposure, noise; or none (default: cnn crop,rotation; transfer flip,crop,exposure; others none)."
+    ) var augment: String?
+    @Flag(
+        name: .customLong("fine-tune"),
+        help:
+            "transfer: after the head, also train the feature print's last block with it for a few epochs, keeping the epoch best on the held-out images (slower; implies --algorithm transfer; default: off, the network frozen)."
+    ) var fineTune = false
+    @Option(
+        name: .customLong("crop-classifier"),
+        help:
+            "Detectors: label each box by a transfer classifier of its crop, trained on the training boxes (true or false; default false: each box costs a pass of the feature print). Such a detector does not export as ONNX."
+    ) var cropClassifier: Bool?
+    @Option(
+        name: .customLong("feature-stride"),
+        help:
+            "Transfer detectors: the feature map's stride, 8, 16 or 32 (default 16; 8 for small objects, under about 24 pixels of the 224-pixel input)."
+    ) var featureStride: Int32?
+    @Flag(
+        name: .customLong("include-feedback"),
+        help: "Add the photos kept by `gateway classify feedback --consent` (their labels must be the dataset's).")
+    var includeFeedback = false
     @Flag(help: "Print the job and return at once.") var detach = false
     @OptionGroup var global: GlobalOptions
 
@@ -74,7 +112,10 @@ struct Train: AsyncParsableCommand {
                 case "exposure": a.exposure = 0.2
                 case "noise": a.noise = 0.03
                 case "turns": a.turns = true
-                default: throw InvalidValue("--augment: unknown augmentation \(item) (flip, crop, rotation, turns, blur, exposure, noise or none)")
+                default:
+                    throw InvalidValue(
+                        "--augment: unknown augmentation \(item) (flip, crop, rotation, turns, blur, exposure, noise or none)"
+                    )
                 }
             }
             request.augmentation = a
@@ -92,12 +133,16 @@ struct Train: AsyncParsableCommand {
             let client = ClassificationV1.Classification.Client(wrapping: rpc)
             let job = try await client.train(request, options: global.callOptions)
             if detach {
-                try global.render(job, text: { print("started job \(job.id); follow it with: gateway classify jobs watch \(job.id)") })
+                try global.render(
+                    job, text: { print("started job \(job.id); follow it with: gateway classify jobs watch \(job.id)") }
+                )
                 return
             }
-            let ended = try await followJob(job.id, with: JobsV1.Jobs.Client(wrapping: rpc), display: global.json ? nil : ProgressDisplay())
+            let ended = try await followJob(
+                job.id, with: JobsV1.Jobs.Client(wrapping: rpc), display: global.json ? nil : ProgressDisplay())
             guard let result = try ended.requireResult(), result.typeName == ClassificationV1.TrainingResult.protoName,
-                  let model = try ClassificationV1.TrainingResult(serializedBytes: result.value).model else {
+                let model = try ClassificationV1.TrainingResult(serializedBytes: result.value).model
+            else {
                 throw RPCError(.internalError, "training job \(job.id) ended without its model")
             }
             try global.render(ClassificationV1.TrainingResult(model: model), text: { print(modelText(model)) })
@@ -108,7 +153,8 @@ struct Train: AsyncParsableCommand {
 struct Evaluate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "evaluate",
-        abstract: "Accuracy, per-class precision/recall/F1 and the confusion matrix (classifiers); precision/recall/F1 at the confidence threshold and AP at IoU 0.5 and 0.5:0.95 (detectors).",
+        abstract:
+            "Accuracy, per-class precision/recall/F1 and the confusion matrix (classifiers); precision/recall/F1 at the confidence threshold and AP at IoU 0.5 and 0.5:0.95 (detectors).",
         discussion: """
             A detector's box is right when it overlaps an object of its label by IoU ≥ 0.5. AP50 is Create ML's \
             "I/U 50 %" and AP50:95 its "varied I/U". Evaluating on images the model was trained on prints a warning \
@@ -117,7 +163,8 @@ struct Evaluate: AsyncParsableCommand {
 
     @Argument(help: "The model to evaluate.") var model: String
     @Argument(help: "A labelled dataset it was not trained on.") var dataset: String
-    @Option(help: "Detectors: the confidence at which precision, recall and F1 are counted (default 0.25, as detect).") var confidence: Double?
+    @Option(help: "Detectors: the confidence at which precision, recall and F1 are counted (default 0.25, as detect).")
+    var confidence: Double?
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
@@ -126,24 +173,43 @@ struct Evaluate: AsyncParsableCommand {
             request.confidence = confidence
             let r = try await client.evaluate(request, options: global.longCallOptions)
             for warning in r.warnings { writeStandardError("warning: \(warning)\n") }
-            try global.render(r, text: {
-                if let map50 = r.map50 {
-                    print(String(format: "%lld images: mAP50 (I/U 50%%) %.3f, mAP50:95 (varied I/U) %.3f; at confidence %.2f precision %.3f, recall %.3f, F1 %.3f",
-                                 r.images, map50, r.map5095 ?? 0, r.confidence ?? 0, r.precision ?? 0, r.recall ?? 0, r.f1 ?? 0))
-                    printTable(["LABEL", "PRECISION", "RECALL", "F1", "RIGHT", "WRONG", "MISSED", "AP50", "AP50:95"], r.perClass.map {
-                        [$0.label, String(format: "%.3f", $0.precision), String(format: "%.3f", $0.recall), String(format: "%.3f", $0.f1),
-                         String($0.truePositives), String($0.falsePositives), String($0.missed),
-                         $0.ap50.map { String(format: "%.3f", $0) } ?? "-", $0.ap5095.map { String(format: "%.3f", $0) } ?? "-"]
-                    })
-                } else {
-                    print("\(r.images) images: accuracy \(percent(r.accuracy))")
-                    printTable(["LABEL", "PRECISION", "RECALL", "F1"], r.perClass.map {
-                        [$0.label, String(format: "%.3f", $0.precision), String(format: "%.3f", $0.recall), String(format: "%.3f", $0.f1)]
-                    })
-                    print("confusion (rows: truth, columns: predicted \(r.labels.joined(separator: " ")))")
-                    for row in r.confusion { print("  \(row.label): \(row.predicted.map(String.init).joined(separator: " "))") }
-                }
-            })
+            try global.render(
+                r,
+                text: {
+                    if let map50 = r.map50 {
+                        print(
+                            String(
+                                format:
+                                    "%lld images: mAP50 (I/U 50%%) %.3f, mAP50:95 (varied I/U) %.3f; at confidence %.2f precision %.3f, recall %.3f, F1 %.3f",
+                                r.images, map50, r.map5095 ?? 0, r.confidence ?? 0, r.precision ?? 0, r.recall ?? 0,
+                                r.f1 ?? 0))
+                        printTable(
+                            ["LABEL", "PRECISION", "RECALL", "F1", "RIGHT", "WRONG", "MISSED", "AP50", "AP50:95"],
+                            r.perClass.map {
+                                [
+                                    $0.label, String(format: "%.3f", $0.precision), String(format: "%.3f", $0.recall),
+                                    String(format: "%.3f", $0.f1),
+                                    String($0.truePositives), String($0.falsePositives), String($0.missed),
+                                    $0.ap50.map { String(format: "%.3f", $0) } ?? "-",
+                                    $0.ap5095.map { String(format: "%.3f", $0) } ?? "-",
+                                ]
+                            })
+                    } else {
+                        print("\(r.images) images: accuracy \(percent(r.accuracy))")
+                        printTable(
+                            ["LABEL", "PRECISION", "RECALL", "F1"],
+                            r.perClass.map {
+                                [
+                                    $0.label, String(format: "%.3f", $0.precision), String(format: "%.3f", $0.recall),
+                                    String(format: "%.3f", $0.f1),
+                                ]
+                            })
+                        print("confusion (rows: truth, columns: predicted \(r.labels.joined(separator: " ")))")
+                        for row in r.confusion {
+                            print("  \(row.label): \(row.predicted.map(String.init).joined(separator: " "))")
+                        }
+                    }
+                })
         }
     }
 }

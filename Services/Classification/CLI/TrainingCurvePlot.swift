@@ -1,5 +1,5 @@
-import ClassificationAPI
 import CZlib
+import ClassificationAPI
 import Foundation
 
 /// `model show --plot`: a training's course as a PNG, as Create ML draws its loss curve. Drawn here, pixel by pixel,
@@ -34,7 +34,10 @@ enum TrainingCurvePlot {
         func curve(_ values: [Double?], _ scale: Double, _ colour: (UInt8, UInt8, UInt8)) {
             var previous: (Int, Int)?
             for (i, value) in values.enumerated() {
-                guard let value else { previous = nil; continue }
+                guard let value else {
+                    previous = nil
+                    continue
+                }
                 let point = (x(i), y(value, scale))
                 if let previous { canvas.line(previous.0, previous.1, point.0, point.1, colour, thickness: 2) }
                 canvas.dot(point.0, point.1, colour)
@@ -61,7 +64,9 @@ enum TrainingCurvePlot {
         mutating func set(_ x: Int, _ y: Int, _ c: (UInt8, UInt8, UInt8)) {
             guard x >= 0, y >= 0, x < width, y < height else { return }
             let i = (y * width + x) * 3
-            pixels[i] = c.0; pixels[i + 1] = c.1; pixels[i + 2] = c.2
+            pixels[i] = c.0
+            pixels[i + 1] = c.1
+            pixels[i + 2] = c.2
         }
 
         /// Bresenham's line, `thickness` pixels square.
@@ -73,8 +78,14 @@ enum TrainingCurvePlot {
                 for ox in 0..<thickness { for oy in 0..<thickness { set(x + ox, y + oy, c) } }
                 if x == x1 && y == y1 { break }
                 let e2 = 2 * error
-                if e2 >= dy { error += dy; x += sx }
-                if e2 <= dx { error += dx; y += sy }
+                if e2 >= dy {
+                    error += dy
+                    x += sx
+                }
+                if e2 <= dx {
+                    error += dx
+                    y += sy
+                }
             }
         }
 
@@ -97,7 +108,8 @@ enum TrainingCurvePlot {
             }
             precondition(status == Z_OK, "zlib's compress2 failed on a buffer it sized itself")
             var file: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-            file += Self.chunk("IHDR", Self.bigEndian(UInt32(width)) + Self.bigEndian(UInt32(height)) + [8, 2, 0, 0, 0])
+            file += Self.chunk(
+                "IHDR", Self.bigEndian(UInt32(width)) + Self.bigEndian(UInt32(height)) + [8, 2, 0, 0, 0])
             file += Self.chunk("IDAT", Array(deflated.prefix(Int(size))))
             file += Self.chunk("IEND", [])
             return file
@@ -109,6 +121,8 @@ enum TrainingCurvePlot {
             return bigEndian(UInt32(data.count)) + typed + bigEndian(crc)
         }
 
-        static func bigEndian(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)] }
+        static func bigEndian(_ v: UInt32) -> [UInt8] {
+            [UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)]
+        }
     }
 }

@@ -11,5 +11,7 @@ public struct ClassificationError: CategorizedError, Equatable, CustomStringConv
         self.message = message
     }
 
-    public static func invalid(_ message: String) -> ClassificationError { ClassificationError(.invalidArgument, message) }
+    public static func invalid(_ message: String) -> ClassificationError {
+        ClassificationError(.invalidArgument, message)
+    }
 }

@@ -23,14 +23,19 @@ enum CatalogueImport {
         var elements: [JSONValue]
         if let array = json.arrayValue {
             elements = array
-        } else if let members = json.objectValue, members.map(\.key) == ["entries"], let array = members[0].value.arrayValue {
+        } else if let members = json.objectValue, members.map(\.key) == ["entries"],
+            let array = members[0].value.arrayValue
+        {
             elements = array
         } else {
             throw ClassificationError.invalid("catalogue: expected a JSON array of entries (or {\"entries\": [...]})")
         }
         return try elements.enumerated().map { index, element in
-            guard let members = element.objectValue else { throw ClassificationError.invalid("catalogue[\(index)]: not an object") }
-            return members.contains(where: { $0.key == "breed" }) ? try seedEntry(members, index) : try serviceEntry(members, index)
+            guard let members = element.objectValue else {
+                throw ClassificationError.invalid("catalogue[\(index)]: not an object")
+            }
+            return members.contains(where: { $0.key == "breed" })
+                ? try seedEntry(members, index) : try serviceEntry(members, index)
         }
     }
 
@@ -41,40 +46,55 @@ enum CatalogueImport {
         guard unknown.isEmpty else {
             throw ClassificationError.invalid(
                 "catalogue[\(index)]: unknown key\(unknown.count == 1 ? "" : "s") \(unknown.joined(separator: ", ")) "
-                    + "(an entry has label, name, local_name or localName, attributes; or the dog seed's breed, breedCZ and attributes)")
+                    + "(an entry has label, name, local_name or localName, attributes; or the dog seed's breed, breedCZ and attributes)"
+            )
         }
         func string(_ key: String) throws -> String? {
             guard let value = members.first(where: { $0.key == key })?.value, value != .null else { return nil }
-            guard let text = value.stringValue else { throw ClassificationError.invalid("catalogue[\(index)].\(key): not a string") }
+            guard let text = value.stringValue else {
+                throw ClassificationError.invalid("catalogue[\(index)].\(key): not a string")
+            }
             return text
         }
-        guard let label = try string("label") else { throw ClassificationError.invalid("catalogue[\(index)].label: missing") }
+        guard let label = try string("label") else {
+            throw ClassificationError.invalid("catalogue[\(index)].label: missing")
+        }
         let spellings = try [string("local_name"), string("localName")].compactMap { $0 }
-        guard spellings.count < 2 else { throw ClassificationError.invalid("catalogue[\(index)]: local_name and localName both given; give one") }
+        guard spellings.count < 2 else {
+            throw ClassificationError.invalid("catalogue[\(index)]: local_name and localName both given; give one")
+        }
         let name = try string("name") ?? label
         var attributes: [CatalogueEntry.Attribute] = []
         switch members.first(where: { $0.key == "attributes" })?.value {
         case nil, .null?: break
         case .object(let pairs)?:
-            attributes = try pairs.compactMap { pair in try text(pair.value, "catalogue[\(index)].attributes.\(pair.key)").map { .init(pair.key, $0) } }
+            attributes = try pairs.compactMap { pair in
+                try text(pair.value, "catalogue[\(index)].attributes.\(pair.key)").map { .init(pair.key, $0) }
+            }
         case .array(let rows)?:
             attributes = try rows.enumerated().map { i, row in
                 let at = "catalogue[\(index)].attributes[\(i)]"
                 guard let fields = row.objectValue, Set(fields.map(\.key)).isSubset(of: ["key", "value"]),
-                      let key = row["key"]?.stringValue else {
+                    let key = row["key"]?.stringValue
+                else {
                     throw ClassificationError.invalid("\(at): expected {key, value}")
                 }
                 return .init(key, try row["value"].flatMap { try text($0, at + ".value") } ?? "")
             }
         default:
-            throw ClassificationError.invalid("catalogue[\(index)].attributes: expected an object {key: value} or an array [{key, value}]")
+            throw ClassificationError.invalid(
+                "catalogue[\(index)].attributes: expected an object {key: value} or an array [{key, value}]")
         }
         return CatalogueEntry(label: label, name: name, localName: spellings.first ?? name, attributes: attributes)
     }
 
     static func seedEntry(_ members: [JSONMember], _ index: Int) throws -> CatalogueEntry {
-        if let clash = members.first(where: { ["label", "name", "local_name", "localName", "attributes"].contains($0.key) }) {
-            throw ClassificationError.invalid("catalogue[\(index)]: \(clash.key) beside breed; an entry is either the service's shape (label, …) or the dog seed's (breed, breedCZ, …)")
+        if let clash = members.first(where: {
+            ["label", "name", "local_name", "localName", "attributes"].contains($0.key)
+        }) {
+            throw ClassificationError.invalid(
+                "catalogue[\(index)]: \(clash.key) beside breed; an entry is either the service's shape (label, …) or the dog seed's (breed, breedCZ, …)"
+            )
         }
         var label = "", localName: String?
         var attributes: [CatalogueEntry.Attribute] = []
@@ -82,10 +102,14 @@ enum CatalogueImport {
             let at = "catalogue[\(index)].\(member.key)"
             switch member.key {
             case "breed":
-                guard let text = member.value.stringValue else { throw ClassificationError.invalid("\(at): not a string") }
+                guard let text = member.value.stringValue else {
+                    throw ClassificationError.invalid("\(at): not a string")
+                }
                 label = text
             case "breedCZ":
-                guard let text = member.value.stringValue else { throw ClassificationError.invalid("\(at): not a string") }
+                guard let text = member.value.stringValue else {
+                    throw ClassificationError.invalid("\(at): not a string")
+                }
                 localName = text
             default:
                 if let value = try text(member.value, at) { attributes.append(.init(member.key, value)) }
@@ -102,7 +126,8 @@ enum CatalogueImport {
         case .number(let number): number.text
         case .bool(let flag): flag ? "true" : "false"
         case .null: nil
-        case .array, .object: throw ClassificationError.invalid("\(at): a list or object is no attribute value; give text")
+        case .array, .object:
+            throw ClassificationError.invalid("\(at): a list or object is no attribute value; give text")
         }
     }
 }

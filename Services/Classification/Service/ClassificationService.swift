@@ -43,8 +43,10 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         public init() {}
     }
 
-    public init(store: ClassificationStore, lane: WorkLane, jobs: JobRunner, limits: Limits = Limits(),
-                featurePrint: FeaturePrintSource = FeaturePrintSource(directory: nil)) {
+    public init(
+        store: ClassificationStore, lane: WorkLane, jobs: JobRunner, limits: Limits = Limits(),
+        featurePrint: FeaturePrintSource = FeaturePrintSource(directory: nil)
+    ) {
         self.store = store
         self.lane = lane
         self.jobs = jobs
@@ -75,7 +77,8 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
             throw RPCError(
                 .resourceExhausted,
                 "decoding this \(size.width)×\(size.height) photo needs \(bytes >> 20) MiB and the server's memory budget "
-                    + "(\(budget.limit >> 20) MiB, \(budget.used >> 20) held) had no room for it within \(limits.budgetPatience); retry later")
+                    + "(\(budget.limit >> 20) MiB, \(budget.used >> 20) held) had no room for it within \(limits.budgetPatience); retry later"
+            )
         }
         defer { held.releaseAll() }
         return try await heavy(work)
@@ -115,20 +118,27 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         }
     }
 
-    public func listDatasets(request: ClassificationV1.ListDatasetsRequest, context: ServerContext) async throws -> ClassificationV1.ListDatasetsResponse {
+    public func listDatasets(request: ClassificationV1.ListDatasetsRequest, context: ServerContext) async throws
+        -> ClassificationV1.ListDatasetsResponse
+    {
         let store = store, owner = Self.owner(context)
         return try await heavy {
-            ClassificationV1.ListDatasetsResponse(datasets: try store.datasets(owner: owner).map { try Self.summary(store, $0.name, owner: owner) })
+            ClassificationV1.ListDatasetsResponse(
+                datasets: try store.datasets(owner: owner).map { try Self.summary(store, $0.name, owner: owner) })
         }
     }
 
-    public func getDataset(request: ClassificationV1.GetDatasetRequest, context: ServerContext) async throws -> ClassificationV1.DatasetSummary {
+    public func getDataset(request: ClassificationV1.GetDatasetRequest, context: ServerContext) async throws
+        -> ClassificationV1.DatasetSummary
+    {
         let name = try RequestValidation.name(request.name, field: "name")
         let store = store, owner = Self.owner(context)
         return try await heavy { try Self.summary(store, name, owner: owner) }
     }
 
-    public func deleteDataset(request: ClassificationV1.DeleteDatasetRequest, context: ServerContext) async throws -> ClassificationV1.DeleteDatasetResponse {
+    public func deleteDataset(request: ClassificationV1.DeleteDatasetRequest, context: ServerContext) async throws
+        -> ClassificationV1.DeleteDatasetResponse
+    {
         let name = try RequestValidation.name(request.name, field: "name")
         let store = store, owner = Self.owner(context)
         try await heavy { try store.deleteDataset(named: name, owner: owner) }
@@ -139,7 +149,9 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     /// in process): anyone's.
     static func owner(_ context: ServerContext) -> String? { context.caller?.name }
 
-    static func summary(_ store: ClassificationStore, _ name: String, owner: String?) throws -> ClassificationV1.DatasetSummary {
+    static func summary(_ store: ClassificationStore, _ name: String, owner: String?) throws
+        -> ClassificationV1.DatasetSummary
+    {
         let stored = try store.datasetSummary(named: name, owner: owner)
         var summary = ClassificationV1.DatasetSummary()
         summary.name = stored.name
@@ -164,12 +176,19 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         // What can be checked at once is, so a mistake is an error of this call rather than a failed job.
         let dataset = try store.datasetSummary(named: plan.dataset, owner: Self.owner(context))
         guard (dataset.kind == .classification) == (plan.kind == .classifier) else {
-            throw RPCError(.invalidArgument, "dataset \(plan.dataset) is a \(dataset.kind.rawValue) dataset; a \(plan.kind.rawValue) trains on a \(plan.kind == .classifier ? "classification" : "detection") one")
+            throw RPCError(
+                .invalidArgument,
+                "dataset \(plan.dataset) is a \(dataset.kind.rawValue) dataset; a \(plan.kind.rawValue) trains on a \(plan.kind == .classifier ? "classification" : "detection") one"
+            )
         }
-        if let validation = plan.validationDataset { _ = try store.datasetSummary(named: validation, owner: Self.owner(context)) }
+        if let validation = plan.validationDataset {
+            _ = try store.datasetSummary(named: validation, owner: Self.owner(context))
+        }
         if plan.includeFeedback, let feedback = try await heavy({ try store.feedbackDataset() }) {
             // Checked here so a feedback label the dataset lacks is this call's INVALID_ARGUMENT, not a failed job.
-            do { try feedback.checkLabels(within: try store.labelCounts(dataset: plan.dataset).map(\.label)) } catch let error as ClassificationError {
+            do { try feedback.checkLabels(within: try store.labelCounts(dataset: plan.dataset).map(\.label)) } catch let
+                error as ClassificationError
+            {
                 throw RPCError(.invalidArgument, "include_feedback: \(error.message)")
             }
         }
@@ -193,7 +212,9 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
             // Checked (and its checksum with it) here so a missing or corrupt feature print is this call's error.
             _ = try await heavy { try featurePrint.load() }
         }
-        let job = try await jobs.start(kind: Self.trainJobKind, submitter: context.submitter, user: context.caller?.name) { context -> ClassificationV1.TrainingResult in
+        let job = try await jobs.start(
+            kind: Self.trainJobKind, submitter: context.submitter, user: context.caller?.name
+        ) { context -> ClassificationV1.TrainingResult in
             try Torch.setThreads(threads)
             let data = try store.dataset(named: plan.dataset)
             context.report(progress: 0, message: "preparing \(data.samples.count) images")
@@ -210,8 +231,11 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                 case .classifier:
                     var options = ClassifierTrainingOptions()
                     // No algorithm named: transfer for photos when the feature print is installed, else the cnn.
-                    options.algorithm = plan.algorithm.isEmpty
-                        ? (plan.base == nil ? ClassifierAlgorithm.automatic(for: data, featurePrintInstalled: featurePrint.isInstalled) : .cnn)
+                    options.algorithm =
+                        plan.algorithm.isEmpty
+                        ? (plan.base == nil
+                            ? ClassifierAlgorithm.automatic(for: data, featurePrintInstalled: featurePrint.isInstalled)
+                            : .cnn)
                         : plan.classifierAlgorithm
                     options.epochs = plan.epochs
                     options.inputSize = plan.imageSize
@@ -228,8 +252,9 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                         data = try data.merging(feedback)
                     }
                     let print = options.algorithm == .transfer ? try featurePrint.load() : nil
-                    file = try ClassifierTrainer.train(data, validation: validation, options: options, base: base,
-                                                       featurePrint: print, featureCache: featurePrint.cache, progress: report)
+                    file = try ClassifierTrainer.train(
+                        data, validation: validation, options: options, base: base,
+                        featurePrint: print, featureCache: featurePrint.cache, progress: report)
                 case .detector:
                     var options = DetectorTrainingOptions()
                     if let epochs = plan.epochs { options.epochs = epochs }
@@ -247,8 +272,9 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                     // Boxes labelled by a transfer classifier of their crops, when asked for: a network pass per box
                     // costs Detect and a stream's frame rate, and such a detector exports to no ONNX.
                     let crops = (plan.cropClassifier ?? false) ? try featurePrint.load() : nil
-                    file = try DetectorTrainer.train(data, validation: validation, options: options, base: base, featurePrint: print,
-                                                     cropClassifier: crops, progress: report)
+                    file = try DetectorTrainer.train(
+                        data, validation: validation, options: options, base: base, featurePrint: print,
+                        cropClassifier: crops, progress: report)
                 }
             } catch let interrupted as TrainingInterrupted {
                 // Cancelled: the best model so far is kept, marked as such (`interrupted`), and the job ends
@@ -258,8 +284,10 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                 partial.header.trainingDatasets = Self.trainingDatasets(plan)
                 let name = try plan.name ?? Self.freeName(store, "\(plan.dataset)-\(partial.header.algorithm)")
                 try store.saveModel(partial, name: name)
-                context.report(progress: history.last?.fraction ?? 0,
-                               message: "cancelled; the best model so far is kept as \(name) (\(partial.header.interrupted ?? ""))")
+                context.report(
+                    progress: history.last?.fraction ?? 0,
+                    message: "cancelled; the best model so far is kept as \(name) (\(partial.header.interrupted ?? ""))"
+                )
                 throw interrupted.cause
             }
             try context.checkCancellation()
@@ -274,7 +302,9 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
 
     /// The datasets a training's model learns from: its dataset, and the feedback one when included.
     static func trainingDatasets(_ plan: RequestValidation.Training) -> [String] {
-        [plan.dataset] + (plan.includeFeedback && plan.kind == .classifier ? [ClassificationStore.feedbackDataset(.classifier)] : [])
+        [plan.dataset]
+            + (plan.includeFeedback && plan.kind == .classifier
+                ? [ClassificationStore.feedbackDataset(.classifier)] : [])
     }
 
     static func progressText(_ p: ClassificationCore.TrainingProgress) -> String {
@@ -298,18 +328,24 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
 
     // MARK: Evaluation
 
-    public func evaluate(request: ClassificationV1.EvaluateRequest, context: ServerContext) async throws -> ClassificationV1.EvaluateResponse {
+    public func evaluate(request: ClassificationV1.EvaluateRequest, context: ServerContext) async throws
+        -> ClassificationV1.EvaluateResponse
+    {
         let model = try RequestValidation.name(request.model, field: "model")
         let datasetName = try RequestValidation.name(request.dataset, field: "dataset")
         let confidence = request.confidence ?? DetectorEvaluation.defaultConfidence
-        guard confidence.isFinite, (0...1).contains(confidence) else { throw RPCError(.invalidArgument, "confidence must be 0…1 (got \(confidence))") }
+        guard confidence.isFinite, (0...1).contains(confidence) else {
+            throw RPCError(.invalidArgument, "confidence must be 0…1 (got \(confidence))")
+        }
         let store = store, cache = cache, owner = Self.owner(context)
         return try await heavy {
             let engine = try cache.engine(named: model)
             let dataset = try store.dataset(named: datasetName, owner: owner)
             var response = ClassificationV1.EvaluateResponse()
             response.images = Int64(dataset.samples.count)
-            if let warning = try store.trainingOverlapWarning(model: engine.header, name: model, dataset: dataset, datasetName: datasetName) {
+            if let warning = try store.trainingOverlapWarning(
+                model: engine.header, name: model, dataset: dataset, datasetName: datasetName)
+            {
                 response.warnings.append(warning)
             }
             switch engine {
@@ -359,45 +395,64 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
 
     // MARK: Prediction
 
-    public func classify(request: ClassificationV1.ClassifyRequest, context: ServerContext) async throws -> ClassificationV1.ClassifyResponse {
+    public func classify(request: ClassificationV1.ClassifyRequest, context: ServerContext) async throws
+        -> ClassificationV1.ClassifyResponse
+    {
         let plan = try RequestValidation.classify(request)
         let store = store, cache = cache, pixelLimit = limits.pixelLimit
         return try await heavy(decoding: plan.image) {
             let (name, app) = try Self.model(plan.model, app: plan.app, kind: .classifier, store: store)
             guard case .classifier(let classifier) = try cache.engine(named: name) else {
-                throw RPCError(.invalidArgument, "model \(name) is a detector; classify with a classifier (or use Detect)")
+                throw RPCError(
+                    .invalidArgument, "model \(name) is a detector; classify with a classifier (or use Detect)")
             }
             // Decoded no larger than the resize keeps of it (a 12 MP JPEG fitted to 224 px: libjpeg's 1/8).
-            let atLeast = (try? RGBImage.size(of: plan.image)).map { classifier.decodeSize(for: $0, scaling: plan.scaling) } ?? classifier.decodeSize
+            let atLeast =
+                (try? RGBImage.size(of: plan.image)).map { classifier.decodeSize(for: $0, scaling: plan.scaling) }
+                ?? classifier.decodeSize
             let image = try RGBImage.decode(plan.image, name: "image", pixelLimit: pixelLimit, atLeast: atLeast)
             let predictions = try classifier.classify(image, top: classifier.header.labels.count, scaling: plan.scaling)
             var response = ClassificationV1.ClassifyResponse()
             response.model = name
             guard let best = predictions.first, best.confidence >= plan.minimumConfidence else { return response }
             response.recognised = true
-            response.labels = predictions.prefix(plan.top).map { ClassificationV1.LabelConfidence(label: $0.label, confidence: $0.confidence) }
-            if let app { response.entry = try store.catalogueEntry(label: best.label, app: app).map(ClassificationV1.CatalogueEntry.init) }
+            response.labels = predictions.prefix(plan.top).map {
+                ClassificationV1.LabelConfidence(label: $0.label, confidence: $0.confidence)
+            }
+            if let app {
+                response.entry = try store.catalogueEntry(label: best.label, app: app).map(
+                    ClassificationV1.CatalogueEntry.init)
+            }
             return response
         }
     }
 
-    public func detect(request: ClassificationV1.DetectRequest, context: ServerContext) async throws -> ClassificationV1.DetectResponse {
+    public func detect(request: ClassificationV1.DetectRequest, context: ServerContext) async throws
+        -> ClassificationV1.DetectResponse
+    {
         let plan = try RequestValidation.detect(request)
         let store = store, cache = cache, pixelLimit = limits.pixelLimit
-        return try await heavy(decoding: plan.image) { try Self.detect(plan, store: store, cache: cache, pixelLimit: pixelLimit).response }
+        return try await heavy(decoding: plan.image) {
+            try Self.detect(plan, store: store, cache: cache, pixelLimit: pixelLimit).response
+        }
     }
 
     /// Detect's work, on the lane: shared by `detect` and `detectStream`. With `lenient`, an image that does not
     /// decode (cut, corrupt, not an image) is answered with no boxes and the decoder's error — a stream's frame
     /// should not end the stream — else it is thrown, as Detect does.
-    static func detect(_ plan: RequestValidation.Detection, store: ClassificationStore, cache: ModelCache, pixelLimit: Int,
-                       lenient: Bool = false) throws -> (response: ClassificationV1.DetectResponse, error: String?) {
+    static func detect(
+        _ plan: RequestValidation.Detection, store: ClassificationStore, cache: ModelCache, pixelLimit: Int,
+        lenient: Bool = false
+    ) throws -> (response: ClassificationV1.DetectResponse, error: String?) {
         let (name, _) = try Self.model(plan.model, app: plan.app, kind: .detector, store: store)
         guard case .detector(let detector) = try cache.engine(named: name) else {
             throw RPCError(.invalidArgument, "model \(name) is a classifier; detect with a detector (or use Classify)")
         }
         for label in plan.labels where !detector.header.labels.contains(label) {
-            throw RPCError(.invalidArgument, "labels: \(label) is not one of model \(name)'s labels (\(detector.header.labels.joined(separator: ", ")))")
+            throw RPCError(
+                .invalidArgument,
+                "labels: \(label) is not one of model \(name)'s labels (\(detector.header.labels.joined(separator: ", ")))"
+            )
         }
         // A JPEG decoded no larger than the letterbox keeps of it, twice over; boxes in the photo's own pixels.
         let photo: PhotoDetection
@@ -408,8 +463,10 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
             response.model = name
             return (response, error.message)
         }
-        let found = photo.mapped(try detector.detect(photo.image, confidenceThreshold: plan.confidence, iouThreshold: plan.iou,
-                                                     maximum: plan.maximum, labels: plan.labels))
+        let found = photo.mapped(
+            try detector.detect(
+                photo.image, confidenceThreshold: plan.confidence, iouThreshold: plan.iou,
+                maximum: plan.maximum, labels: plan.labels))
         var response = ClassificationV1.DetectResponse()
         response.model = name
         response.imageWidth = Int32(photo.width)
@@ -420,7 +477,8 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
             object.label = detector.header.labels[d.label]
             object.confidence = d.confidence
             object.boxPx = ClassificationV1.Box(x: d.box.x, y: d.box.y, width: d.box.width, height: d.box.height)
-            object.box = ClassificationV1.Box(x: d.box.x / w, y: d.box.y / h, width: d.box.width / w, height: d.box.height / h)
+            object.box = ClassificationV1.Box(
+                x: d.box.x / w, y: d.box.y / h, width: d.box.width / w, height: d.box.height / h)
             return object
         }
         return (response, nil)
@@ -428,7 +486,9 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
 
     /// The model that answers and the app whose catalogue goes with it: the model named (with the app named, or
     /// else the one app serving that model, if exactly one is), or the app's model (`Deployments`).
-    static func model(_ model: String?, app: String?, kind: ModelHeader.Kind, store: ClassificationStore) throws -> (model: String, app: String?) {
+    static func model(_ model: String?, app: String?, kind: ModelHeader.Kind, store: ClassificationStore) throws -> (
+        model: String, app: String?
+    ) {
         guard let model else {
             let deployed = try store.deployedModel(app: app, kind: kind)
             return (deployed.model, deployed.app)
@@ -440,12 +500,18 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
 
     // MARK: Models
 
-    public func listModels(request: ClassificationV1.ListModelsRequest, context: ServerContext) async throws -> ClassificationV1.ListModelsResponse {
+    public func listModels(request: ClassificationV1.ListModelsRequest, context: ServerContext) async throws
+        -> ClassificationV1.ListModelsResponse
+    {
         let store = store
-        return try await heavy { ClassificationV1.ListModelsResponse(models: try store.models().map(ClassificationV1.ModelSummary.init)) }
+        return try await heavy {
+            ClassificationV1.ListModelsResponse(models: try store.models().map(ClassificationV1.ModelSummary.init))
+        }
     }
 
-    public func getModel(request: ClassificationV1.GetModelRequest, context: ServerContext) async throws -> ClassificationV1.ModelSummary {
+    public func getModel(request: ClassificationV1.GetModelRequest, context: ServerContext) async throws
+        -> ClassificationV1.ModelSummary
+    {
         let name = try RequestValidation.name(request.name, field: "name")
         let store = store
         return try await heavy { try Self.modelSummary(store, name) }
@@ -458,7 +524,9 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         return ClassificationV1.ModelSummary(model)
     }
 
-    public func deleteModel(request: ClassificationV1.DeleteModelRequest, context: ServerContext) async throws -> ClassificationV1.DeleteModelResponse {
+    public func deleteModel(request: ClassificationV1.DeleteModelRequest, context: ServerContext) async throws
+        -> ClassificationV1.DeleteModelResponse
+    {
         let name = try RequestValidation.name(request.name, field: "name")
         let store = store, cache = cache
         try await heavy { try store.deleteModel(named: name) }
@@ -467,7 +535,9 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     }
 
     /// Kept for older clients: the app "default"'s model of that kind.
-    public func setActiveModel(request: ClassificationV1.SetActiveModelRequest, context: ServerContext) async throws -> ClassificationV1.SetActiveModelResponse {
+    public func setActiveModel(request: ClassificationV1.SetActiveModelRequest, context: ServerContext) async throws
+        -> ClassificationV1.SetActiveModelResponse
+    {
         let name = try RequestValidation.name(request.name, field: "name")
         let store = store
         _ = try await heavy { try store.setDeployment(app: ClassificationStore.defaultApp, model: name) }
@@ -476,7 +546,9 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
 
     // MARK: Apps
 
-    public func setDeployment(request: ClassificationV1.SetDeploymentRequest, context: ServerContext) async throws -> ClassificationV1.Deployment {
+    public func setDeployment(request: ClassificationV1.SetDeploymentRequest, context: ServerContext) async throws
+        -> ClassificationV1.Deployment
+    {
         let app = try RequestValidation.name(request.app, field: "app")
         let model = try RequestValidation.name(request.model, field: "model")
         let store = store, cache = cache
@@ -489,12 +561,19 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         return ClassificationV1.Deployment(deployment)
     }
 
-    public func listDeployments(request: ClassificationV1.ListDeploymentsRequest, context: ServerContext) async throws -> ClassificationV1.ListDeploymentsResponse {
+    public func listDeployments(request: ClassificationV1.ListDeploymentsRequest, context: ServerContext) async throws
+        -> ClassificationV1.ListDeploymentsResponse
+    {
         let store = store
-        return try await heavy { ClassificationV1.ListDeploymentsResponse(deployments: try store.deployments().map(ClassificationV1.Deployment.init)) }
+        return try await heavy {
+            ClassificationV1.ListDeploymentsResponse(
+                deployments: try store.deployments().map(ClassificationV1.Deployment.init))
+        }
     }
 
-    public func deleteDeployment(request: ClassificationV1.DeleteDeploymentRequest, context: ServerContext) async throws -> ClassificationV1.DeleteDeploymentResponse {
+    public func deleteDeployment(request: ClassificationV1.DeleteDeploymentRequest, context: ServerContext) async throws
+        -> ClassificationV1.DeleteDeploymentResponse
+    {
         let app = try RequestValidation.name(request.app, field: "app")
         let kind: ModelHeader.Kind?
         switch request.kind {
@@ -512,7 +591,8 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     static let exportChunk = 1 << 20
 
     public func exportModel(
-        request: ClassificationV1.ExportModelRequest, response: ResponseWriter<ClassificationV1.ModelFileChunk>, context: ServerContext
+        request: ClassificationV1.ExportModelRequest, response: ResponseWriter<ClassificationV1.ModelFileChunk>,
+        context: ServerContext
     ) async throws {
         let name = try RequestValidation.name(request.name, field: "name")
         let format = try RequestValidation.exportFormat(request.format)
@@ -525,14 +605,18 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         // An ONNX export holds the container and the graph written from it, about as big.
         guard held.grow(by: format == .onnx ? 2 * size : size) else {
             throw ClassificationError(
-                .resourceExhausted, "the server's memory budget cannot hold model \(name) (\(size) bytes) for export now; retry later")
+                .resourceExhausted,
+                "the server's memory budget cannot hold model \(name) (\(size) bytes) for export now; retry later")
         }
         let stored = try await heavy { try store.modelBytes(named: name) }
-        let bytes = format == .onnx ? try await heavy { try ONNXExport.export(ModelFile.decode(stored), name: name) } : stored
+        let bytes =
+            format == .onnx ? try await heavy { try ONNXExport.export(ModelFile.decode(stored), name: name) } : stored
         var offset = 0
         repeat {
             let end = min(bytes.count, offset + Self.exportChunk)
-            try await response.send(ClassificationV1.ModelFileChunk(data: Array(bytes[offset..<end]), offset: Int64(offset), total: Int64(bytes.count)))
+            try await response.send(
+                ClassificationV1.ModelFileChunk(
+                    data: Array(bytes[offset..<end]), offset: Int64(offset), total: Int64(bytes.count)))
             offset = end
         } while offset < bytes.count
     }
@@ -542,7 +626,8 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     ) async throws -> ClassificationV1.ImportModelResponse {
         let held = MemoryReservation(limits.memoryBudget)
         defer { held.releaseAll() }
-        let (first, data) = try await ModelImport.receive(requests, limit: limits.maxUploadBytes, held: held, patience: limits.budgetPatience)
+        let (first, data) = try await ModelImport.receive(
+            requests, limit: limits.maxUploadBytes, held: held, patience: limits.budgetPatience)
         let plan = try RequestValidation.importModel(ONNXImportDefaults.filled(first, data: data), size: data.count)
         let store = store
         return try await heavy {
@@ -554,27 +639,41 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
 
     // MARK: Catalogue and feedback
 
-    public func importCatalogue(request: ClassificationV1.ImportCatalogueRequest, context: ServerContext) async throws -> ClassificationV1.ImportCatalogueResponse {
-        guard !request.json.isEmpty else { throw RPCError(.invalidArgument, "json: empty; give a JSON array of catalogue entries") }
+    public func importCatalogue(request: ClassificationV1.ImportCatalogueRequest, context: ServerContext) async throws
+        -> ClassificationV1.ImportCatalogueResponse
+    {
+        guard !request.json.isEmpty else {
+            throw RPCError(.invalidArgument, "json: empty; give a JSON array of catalogue entries")
+        }
         let store = store, json = request.json, app = try RequestValidation.optionalName(request.app, field: "app")
         return try await heavy {
             let entries = try CatalogueImport.parse(json)
-            return ClassificationV1.ImportCatalogueResponse(entries: Int64(try store.importCatalogue(entries, app: store.catalogueApp(app))))
+            return ClassificationV1.ImportCatalogueResponse(
+                entries: Int64(try store.importCatalogue(entries, app: store.catalogueApp(app))))
         }
     }
 
-    public func searchCatalogue(request: ClassificationV1.SearchCatalogueRequest, context: ServerContext) async throws -> ClassificationV1.SearchCatalogueResponse {
+    public func searchCatalogue(request: ClassificationV1.SearchCatalogueRequest, context: ServerContext) async throws
+        -> ClassificationV1.SearchCatalogueResponse
+    {
         let limit = Int(request.limit ?? 100)
-        guard (1...1000).contains(limit) else { throw RPCError(.invalidArgument, "limit must be 1…1000 (got \(limit))") }
-        guard request.query.utf8.count <= 1000 else { throw RPCError(.invalidArgument, "query: longer than 1000 bytes") }
+        guard (1...1000).contains(limit) else {
+            throw RPCError(.invalidArgument, "limit must be 1…1000 (got \(limit))")
+        }
+        guard request.query.utf8.count <= 1000 else {
+            throw RPCError(.invalidArgument, "query: longer than 1000 bytes")
+        }
         let store = store, query = request.query, app = try RequestValidation.optionalName(request.app, field: "app")
         return try await heavy {
             ClassificationV1.SearchCatalogueResponse(
-                entries: try store.searchCatalogue(query, app: store.catalogueApp(app), limit: limit).map(ClassificationV1.CatalogueEntry.init))
+                entries: try store.searchCatalogue(query, app: store.catalogueApp(app), limit: limit).map(
+                    ClassificationV1.CatalogueEntry.init))
         }
     }
 
-    public func getCatalogueEntry(request: ClassificationV1.GetCatalogueEntryRequest, context: ServerContext) async throws -> ClassificationV1.CatalogueEntry {
+    public func getCatalogueEntry(request: ClassificationV1.GetCatalogueEntryRequest, context: ServerContext)
+        async throws -> ClassificationV1.CatalogueEntry
+    {
         let label = try RequestValidation.name(request.label, field: "label")
         let store = store, app = try RequestValidation.optionalName(request.app, field: "app")
         return try await heavy {
@@ -586,18 +685,24 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         }
     }
 
-    public func feedback(request: ClassificationV1.FeedbackRequest, context: ServerContext) async throws -> ClassificationV1.FeedbackResponse {
+    public func feedback(request: ClassificationV1.FeedbackRequest, context: ServerContext) async throws
+        -> ClassificationV1.FeedbackResponse
+    {
         let label = try RequestValidation.name(request.label, field: "label")
         guard !request.image.isEmpty else { throw RPCError(.invalidArgument, "image: empty") }
         let model = request.model.isEmpty ? "" : try RequestValidation.name(request.model, field: "model")
-        let predicted = request.predictedLabel.isEmpty ? "" : try RequestValidation.name(request.predictedLabel, field: "predicted_label")
+        let predicted =
+            request.predictedLabel.isEmpty
+            ? "" : try RequestValidation.name(request.predictedLabel, field: "predicted_label")
         let store = store, image = request.image, pixelLimit = limits.pixelLimit
         // The labels are checked with or without consent: a label no model knows is a mistake either way.
         try await heavy { try store.checkFeedback(label: label, model: model, predictedLabel: predicted) }
         // Without consent the photo is not looked at, let alone kept.
         guard request.consent else { return ClassificationV1.FeedbackResponse(stored: false, dataset: "") }
         let dataset = try await heavy {
-            try store.recordFeedback(image: image, label: label, consent: true, model: model, predictedLabel: predicted, pixelLimit: pixelLimit)
+            try store.recordFeedback(
+                image: image, label: label, consent: true, model: model, predictedLabel: predicted,
+                pixelLimit: pixelLimit)
         }
         return ClassificationV1.FeedbackResponse(stored: dataset != nil, dataset: dataset ?? "")
     }

@@ -8,8 +8,10 @@ import Synchronization
 /// last; `DetectStream` keeps only the newest frame waiting (latest wins) and counts the ones it overtook, so an
 /// answer is never more than one detection behind the camera.
 extension ClassificationService {
-    public func detectStream(requests: RequestStream<ClassificationV1.DetectStreamRequest>,
-                             response: ResponseWriter<ClassificationV1.DetectStreamResponse>, context: ServerContext) async throws {
+    public func detectStream(
+        requests: RequestStream<ClassificationV1.DetectStreamRequest>,
+        response: ResponseWriter<ClassificationV1.DetectStreamResponse>, context: ServerContext
+    ) async throws {
         let mailbox = LatestFrameMailbox()
         let store = store, cache = cache, pixelLimit = limits.pixelLimit
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -20,12 +22,16 @@ extension ClassificationService {
                     for try await message in requests {
                         arrived += 1
                         guard let request = message.request else {
-                            throw RPCError(.invalidArgument, "frame \(arrived): request missing; send a DetectRequest with the frame's image")
+                            throw RPCError(
+                                .invalidArgument,
+                                "frame \(arrived): request missing; send a DetectRequest with the frame's image")
                         }
                         // Settings are checked at once; a bad one ends the stream, as it would fail every frame.
                         let plan = try RequestValidation.detect(request)
-                        mailbox.put(LatestFrameMailbox.Frame(number: message.frame == 0 ? arrived : message.frame, plan: plan,
-                                                             arrived: ContinuousClock.now))
+                        mailbox.put(
+                            LatestFrameMailbox.Frame(
+                                number: message.frame == 0 ? arrived : message.frame, plan: plan,
+                                arrived: ContinuousClock.now))
                     }
                     mailbox.finish(nil)
                 } catch {
@@ -46,7 +52,8 @@ extension ClassificationService {
                     answer.dropped = dropped
                     answer.droppedTotal = droppedTotal
                     let elapsed = ContinuousClock.now - frame.arrived
-                    answer.serverMs = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+                    answer.serverMs =
+                        Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
                     if let error { answer.error = error }
                     try await response.send(answer)
                 }

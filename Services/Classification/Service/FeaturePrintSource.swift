@@ -19,7 +19,8 @@ public final class FeaturePrintSource: Sendable {
     /// Whether a feature print is there to load (its manifest exists); says nothing of its checksum.
     public var isInstalled: Bool {
         guard let directory else { return false }
-        return FileManager.default.fileExists(atPath: URL(fileURLWithPath: directory).appendingPathComponent(FeaturePrint.manifestName).path)
+        return FileManager.default.fileExists(
+            atPath: URL(fileURLWithPath: directory).appendingPathComponent(FeaturePrint.manifestName).path)
     }
 
     /// The checked feature print: FAILED_PRECONDITION when none is configured or installed, DATA_LOSS when its
@@ -27,7 +28,10 @@ public final class FeaturePrintSource: Sendable {
     public func load() throws -> FeaturePrint {
         if let featurePrint = loaded.withLock({ $0 }) { return featurePrint }
         guard let directory else {
-            throw ClassificationError(.failedPrecondition, "the feature print is not installed (the service was started without --feature-print); \(FeaturePrint.installHint)")
+            throw ClassificationError(
+                .failedPrecondition,
+                "the feature print is not installed (the service was started without --feature-print); \(FeaturePrint.installHint)"
+            )
         }
         let featurePrint = try FeaturePrint.load(directory: directory)
         loaded.withLock { $0 = featurePrint }

@@ -33,10 +33,11 @@ final class ModelCache: Sendable {
         let stamp = try store.modelStamp(named: name)
         if let cached = entries.withLock({ $0[name] }), cached.stamp == stamp { return cached.engine }
         let file = try store.model(named: name)
-        let engine: Engine = switch file.header.kind {
-        case .classifier: .classifier(try Classifier(file))
-        case .detector: .detector(try Detectors.load(file))
-        }
+        let engine: Engine =
+            switch file.header.kind {
+            case .classifier: .classifier(try Classifier(file))
+            case .detector: .detector(try Detectors.load(file))
+            }
         Self.warmUp(engine)
         entries.withLock { entries in
             if entries.count >= limit, let oldest = entries.min(by: { $0.value.stamp < $1.value.stamp })?.key {

@@ -15,7 +15,9 @@ struct ModelWarmer: BackgroundService {
         while !Task.isCancelled {
             do {
                 let loaded = try await service.warmApps()
-                if !loaded.isEmpty { logger?.info("loaded and warmed \(loaded.count) app model(s): \(loaded.joined(separator: ", "))") }
+                if !loaded.isEmpty {
+                    logger?.info("loaded and warmed \(loaded.count) app model(s): \(loaded.joined(separator: ", "))")
+                }
             } catch {
                 logger?.warning("warming the apps' models: \(error)")
             }

@@ -5,7 +5,9 @@ import ClassificationCore
 /// the request leaves out — labels, input size, kind, a detector's layout, mean and std — is taken from the file's
 /// metadata_props. What the request gives wins; other ONNX files are left to the request alone.
 enum ONNXImportDefaults {
-    static func filled(_ first: ClassificationV1.ImportModelRequest, data: [UInt8]) -> ClassificationV1.ImportModelRequest {
+    static func filled(_ first: ClassificationV1.ImportModelRequest, data: [UInt8])
+        -> ClassificationV1.ImportModelRequest
+    {
         guard first.format == .onnx, let described = ONNXExport.described(data) else { return first }
         var request = first
         if request.labels.isEmpty { request.labels = described.labels }

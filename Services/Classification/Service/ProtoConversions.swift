@@ -27,8 +27,9 @@ extension ClassificationV1.ModelSummary {
         fineTuned = header.fineTuned ?? false
         cropClassifier = header.cropClassifier != nil
         history = (header.history ?? []).map {
-            ClassificationV1.TrainingEpoch(pass: Int32($0.pass), epoch: Int32($0.epoch), loss: $0.loss,
-                                           trainingAccuracy: $0.trainingAccuracy, validationAccuracy: $0.validationAccuracy)
+            ClassificationV1.TrainingEpoch(
+                pass: Int32($0.pass), epoch: Int32($0.epoch), loss: $0.loss,
+                trainingAccuracy: $0.trainingAccuracy, validationAccuracy: $0.validationAccuracy)
         }
     }
 }

@@ -26,8 +26,10 @@ struct Upload: Sendable {
     /// Decodes one arrived file; throws `ClassificationError` when it is not a usable image.
     typealias Check = @Sendable (_ path: String, _ bytes: [UInt8]) async throws -> (width: Int, height: Int)
 
-    static func receive(_ requests: RequestStream<ClassificationV1.UploadDatasetRequest>,
-                        limits: ClassificationService.Limits, held: MemoryReservation, check: Check) async throws -> Upload {
+    static func receive(
+        _ requests: RequestStream<ClassificationV1.UploadDatasetRequest>,
+        limits: ClassificationService.Limits, held: MemoryReservation, check: Check
+    ) async throws -> Upload {
         var sizes: [String: (width: Int, height: Int)] = [:]
         var skipped: [ClassificationV1.SkippedFile] = []
         var header: ClassificationV1.DatasetUploadHeader?
@@ -40,11 +42,15 @@ struct Upload: Sendable {
         for try await message in requests {
             defer { index += 1 }
             if let h = message.header {
-                guard index == 0 else { throw RPCError(.invalidArgument, "message \(index): the header comes first and only once") }
+                guard index == 0 else {
+                    throw RPCError(.invalidArgument, "message \(index): the header comes first and only once")
+                }
                 _ = try RequestValidation.name(h.name, field: "header.name")
                 format = try annotationFormat(h)
                 guard h.totalBytes <= Int64(limits.maxUploadBytes) else {
-                    throw RPCError(.resourceExhausted, "the upload's \(h.totalBytes) bytes exceed the limit of \(limits.maxUploadBytes)")
+                    throw RPCError(
+                        .resourceExhausted,
+                        "the upload's \(h.totalBytes) bytes exceed the limit of \(limits.maxUploadBytes)")
                 }
                 header = h
             } else if index == 0 {
@@ -52,8 +58,11 @@ struct Upload: Sendable {
             }
             guard let chunk = message.chunk else { continue }
             let path = chunk.path
-            guard !path.isEmpty, path.utf8.count <= 1024, !path.hasPrefix("/"), !path.split(separator: "/").contains("..") else {
-                throw RPCError(.invalidArgument, "chunk.path: \"\(path.prefix(200))\" must be a relative path without ..")
+            guard !path.isEmpty, path.utf8.count <= 1024, !path.hasPrefix("/"),
+                !path.split(separator: "/").contains("..")
+            else {
+                throw RPCError(
+                    .invalidArgument, "chunk.path: \"\(path.prefix(200))\" must be a relative path without ..")
             }
             guard !finished.contains(path) else { throw RPCError(.invalidArgument, "\(path): sent twice") }
             if let current = open, current != path {
@@ -88,10 +97,11 @@ struct Upload: Sendable {
                 if (header.kind == .classification || yolo) && !DatasetBuilder.isImageName(path) {
                     // Hidden files (.DS_Store) go without a word; anything else is named.
                     if !(path.split(separator: "/").last ?? "").hasPrefix(".") {
-                        skipped.append(ClassificationV1.SkippedFile(
-                            path: path,
-                            reason: "not an image by its name (\(DatasetBuilder.imageExtensionsText) expected)"
-                                + (yolo ? " nor a label file under labels/, a *.yaml or classes.txt" : "")))
+                        skipped.append(
+                            ClassificationV1.SkippedFile(
+                                path: path,
+                                reason: "not an image by its name (\(DatasetBuilder.imageExtensionsText) expected)"
+                                    + (yolo ? " nor a label file under labels/, a *.yaml or classes.txt" : "")))
                     }
                     files[path] = nil
                     continue
@@ -120,7 +130,8 @@ struct Upload: Sendable {
             guard header.annotationFormat == .unspecified || header.annotationFormat == .createml else {
                 throw RPCError(
                     .invalidArgument,
-                    "header.annotation_format: a classification dataset is Create ML's folder layout; YOLO and COCO annotate detection datasets")
+                    "header.annotation_format: a classification dataset is Create ML's folder layout; YOLO and COCO annotate detection datasets"
+                )
             }
             return .createML
         case .detection:
@@ -131,20 +142,24 @@ struct Upload: Sendable {
             case .yolo: format = .yolo
             case .coco: format = .coco
             case .unrecognized(let value):
-                throw RPCError(.invalidArgument, "header.annotation_format: \(value) is no format this server knows (CREATEML, YOLO, COCO)")
+                throw RPCError(
+                    .invalidArgument,
+                    "header.annotation_format: \(value) is no format this server knows (CREATEML, YOLO, COCO)")
             }
             switch format {
             case .createML, .coco:
                 guard !header.annotations.isEmpty else {
                     throw RPCError(
                         .invalidArgument,
-                        "header.annotations: a detection dataset in \(format == .coco ? "COCO's" : "Create ML's") format needs its JSON")
+                        "header.annotations: a detection dataset in \(format == .coco ? "COCO's" : "Create ML's") format needs its JSON"
+                    )
                 }
             case .yolo:
                 guard header.annotations.isEmpty else {
                     throw RPCError(
                         .invalidArgument,
-                        "header.annotations: YOLO's labels and class names are files of the upload (labels/*.txt, data.yaml or classes.txt); send no JSON")
+                        "header.annotations: YOLO's labels and class names are files of the upload (labels/*.txt, data.yaml or classes.txt); send no JSON"
+                    )
                 }
             }
             return format
@@ -178,13 +193,16 @@ enum TorchScriptArchive {
 
     static func inspect(_ data: [UInt8]) throws {
         guard ZipArchive.isZip(data) else {
-            throw RPCError(.invalidArgument, "the file is not a TorchScript module (TorchScript is a zip archive; this does not start as one)")
+            throw RPCError(
+                .invalidArgument,
+                "the file is not a TorchScript module (TorchScript is a zip archive; this does not start as one)")
         }
         let archive: ZipArchive
         do {
             archive = try ZipArchive(
                 source: DataZipSource(Data(data)), name: "the TorchScript file",
-                limits: ZipLimits(maxEntryBytes: maxDeclaredBytes, maxTotalBytes: maxDeclaredBytes, maxEntries: 100_000))
+                limits: ZipLimits(maxEntryBytes: maxDeclaredBytes, maxTotalBytes: maxDeclaredBytes, maxEntries: 100_000)
+            )
         } catch let error as ZipError {
             throw RPCError(StatusCode(error.category), error.message)
         }
@@ -200,7 +218,8 @@ enum TorchScriptArchive {
         guard Int(declared) <= budget.limit - budget.used else {
             throw RPCError(
                 .resourceExhausted,
-                "loading the model needs \(declared >> 20) MiB and the server's memory budget has \((budget.limit - budget.used) >> 20) MiB left; retry later")
+                "loading the model needs \(declared >> 20) MiB and the server's memory budget has \((budget.limit - budget.used) >> 20) MiB left; retry later"
+            )
         }
     }
 }
@@ -209,8 +228,10 @@ enum TorchScriptArchive {
 enum ModelImport {
     /// Joins the file, each chunk taking its bytes of `held` (the memory budget) as it arrives: a file the
     /// budget cannot hold is refused RESOURCE_EXHAUSTED while it arrives, not after five of them took 1.7 GiB.
-    static func receive(_ requests: RequestStream<ClassificationV1.ImportModelRequest>,
-                        limit: Int, held: MemoryReservation, patience: Duration) async throws -> (ClassificationV1.ImportModelRequest, [UInt8]) {
+    static func receive(
+        _ requests: RequestStream<ClassificationV1.ImportModelRequest>,
+        limit: Int, held: MemoryReservation, patience: Duration
+    ) async throws -> (ClassificationV1.ImportModelRequest, [UInt8]) {
         var first: ClassificationV1.ImportModelRequest?
         var data: [UInt8] = []
         for try await message in requests {
@@ -242,15 +263,18 @@ enum ModelImport {
             guard plan.kind == .classifier || onnx else {
                 throw RPCError(.invalidArgument, "kind: TorchScript imports are classifiers; import detectors as ONNX")
             }
-            var header = ModelHeader(kind: plan.kind, algorithm: onnx ? "onnx" : "torchscript", labels: plan.labels,
-                                     inputWidth: plan.width, inputHeight: plan.height)
+            var header = ModelHeader(
+                kind: plan.kind, algorithm: onnx ? "onnx" : "torchscript", labels: plan.labels,
+                inputWidth: plan.width, inputHeight: plan.height)
             header.mean = plan.mean
             header.std = plan.std
             if plan.kind == .detector {
                 switch plan.layout {
                 case .yolov5: header.layout = "yolov5"
                 case .yolov8: header.layout = "yolov8"
-                default: throw RPCError(.invalidArgument, "layout: an ONNX detector needs its output layout, yolov5 or yolov8")
+                default:
+                    throw RPCError(
+                        .invalidArgument, "layout: an ONNX detector needs its output layout, yolov5 or yolov8")
                 }
             }
             if !onnx { try TorchScriptArchive.inspect(data) }
@@ -266,15 +290,19 @@ enum ModelImport {
         }
         // Every model is loaded and run once on a blank image, so a file that does not load or whose input or output
         // does not fit its labels and size is refused now rather than at the first prediction.
-        let blank = RGBImage(width: file.header.inputWidth, height: file.header.inputHeight,
-                             pixels: [UInt8](repeating: 128, count: 3 * file.header.inputWidth * file.header.inputHeight))
+        let blank = RGBImage(
+            width: file.header.inputWidth, height: file.header.inputHeight,
+            pixels: [UInt8](repeating: 128, count: 3 * file.header.inputWidth * file.header.inputHeight))
         do {
             switch file.header.kind {
             case .classifier: _ = try Classifier(file).classify(blank, top: 1)
             case .detector: _ = try Detectors.load(file).detect(blank)
             }
         } catch let error as TorchError {
-            throw RPCError(.invalidArgument, "the model does not run on a \(file.header.inputWidth)×\(file.header.inputHeight) image: \(error.message)")
+            throw RPCError(
+                .invalidArgument,
+                "the model does not run on a \(file.header.inputWidth)×\(file.header.inputHeight) image: \(error.message)"
+            )
         }
         return file
     }

@@ -15,7 +15,8 @@ import Storage
 struct ClusterCommands: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cluster",
-        abstract: "Operate a service's dqlite cluster: import a single machine's database, back it up, restore it, list, add and remove members.",
+        abstract:
+            "Operate a service's dqlite cluster: import a single machine's database, back it up, restore it, list, add and remove members.",
         discussion: """
             SERVICE names the cluster's database (each service's replicas keep theirs under its name); --cluster lists \
             the nodes' addresses (host:port, comma-separated), as the replicas' --cluster does (default: \
@@ -62,7 +63,8 @@ struct ClusterCommands: AsyncParsableCommand {
             // Before any connection; exits 73.
             let directory = URL(fileURLWithPath: file).deletingLastPathComponent().path
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue
+            else {
                 throw FileError(.notWritable, path: file, reason: "no such directory: \(directory)")
             }
             guard FileManager.default.isWritableFile(atPath: directory) else {
@@ -109,12 +111,14 @@ struct ClusterCommands: AsyncParsableCommand {
                             JSONMember("leader", leader.map { .number($0.id) } ?? .null),
                             JSONMember(
                                 "members",
-                                .array(members.map { member in
-                                    .object([
-                                        JSONMember("id", .number(member.id)), JSONMember("address", .string(member.address)),
-                                        JSONMember("role", .string(member.role.roleName)),
-                                    ])
-                                })),
+                                .array(
+                                    members.map { member in
+                                        .object([
+                                            JSONMember("id", .number(member.id)),
+                                            JSONMember("address", .string(member.address)),
+                                            JSONMember("role", .string(member.role.roleName)),
+                                        ])
+                                    })),
                         ]))
                 } else {
                     printTable(
@@ -186,7 +190,9 @@ enum CopyDirection { case intoCluster, outOfCluster }
 struct ClusterOptions: ParsableArguments {
     @Argument(help: "The service whose cluster it is, e.g. health.") var service: String
 
-    @Option(name: .customLong("cluster"), help: ArgumentHelp("The cluster's nodes (default: $MENAGERIE_CLUSTER).", valueName: "host:port,…"))
+    @Option(
+        name: .customLong("cluster"),
+        help: ArgumentHelp("The cluster's nodes (default: $MENAGERIE_CLUSTER).", valueName: "host:port,…"))
     var addresses: String?
 
     @Option(parsing: .unconditional, help: "Seconds to wait for the cluster's leader.") var timeout = 10.0
@@ -200,7 +206,8 @@ struct ClusterOptions: ParsableArguments {
     func validate() throws {
         try validateTimeout(timeout)
         guard service.range(of: "^[a-z][a-z0-9_-]{0,63}$", options: .regularExpression) != nil else {
-            throw InvalidValue("SERVICE must be a service's name: lowercase letters, digits, - or _ (got \"\(service)\")")
+            throw InvalidValue(
+                "SERVICE must be a service's name: lowercase letters, digits, - or _ (got \"\(service)\")")
         }
         for address in try nodeAddresses() { try Self.checkAddress(address) }
     }
@@ -210,7 +217,9 @@ struct ClusterOptions: ParsableArguments {
         guard let list = addresses ?? ProcessInfo.processInfo.environment["MENAGERIE_CLUSTER"], !list.isEmpty else {
             throw InvalidValue("which cluster? --cluster host:port,… (or $MENAGERIE_CLUSTER) names its nodes")
         }
-        return list.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        return list.split(separator: ",", omittingEmptySubsequences: false).map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
     }
 
     /// `host:port` with a host and a port 1-65535.
@@ -241,13 +250,16 @@ struct ClusterOptions: ParsableArguments {
             where !FileManager.default.isReadableFile(atPath: file) {
                 throw FileError(
                     FileManager.default.fileExists(atPath: file) ? .unreadable : .missing, path: file,
-                    reason: "the clusters' members admit only the operator's certificate for these commands", role: role)
+                    reason: "the clusters' members admit only the operator's certificate for these commands", role: role
+                )
             }
-            return try ClusterTLS(certificateFile: certificate, keyFile: key, caFile: directory.appendingPathComponent("ca.pem").path)
+            return try ClusterTLS(
+                certificateFile: certificate, keyFile: key, caFile: directory.appendingPathComponent("ca.pem").path)
         }
         guard let credentials = try tls.credentials(stateDirectory: nil) else { return nil }
         guard let certificate = credentials.certificateFile, let key = credentials.keyFile else {
-            throw InvalidValue("a cluster over TLS takes only clients with a certificate of its CA: give --tls-cert and --tls-key")
+            throw InvalidValue(
+                "a cluster over TLS takes only clients with a certificate of its CA: give --tls-cert and --tls-key")
         }
         return try ClusterTLS(certificateFile: certificate, keyFile: key, caFile: credentials.caFile)
     }
@@ -261,15 +273,19 @@ struct ClusterOptions: ParsableArguments {
             guard FileManager.default.isReadableFile(atPath: ca) else {
                 throw FileError(
                     FileManager.default.fileExists(atPath: ca) ? .unreadable : .missing, path: ca,
-                    reason: "MENAGERIE_CLUSTER_TLS_DIR names a directory without the clusters' CA (ca.pem)", role: "the clusters' CA")
+                    reason: "MENAGERIE_CLUSTER_TLS_DIR names a directory without the clusters' CA (ca.pem)",
+                    role: "the clusters' CA")
             }
             return directory
         }
         if let state = environment["MENAGERIE_STATE_DIR"], !state.isEmpty {
             let directory = URL(fileURLWithPath: state).appendingPathComponent("cluster/tls")
-            return FileManager.default.fileExists(atPath: directory.appendingPathComponent("ca.pem").path) ? directory : nil
+            return FileManager.default.fileExists(atPath: directory.appendingPathComponent("ca.pem").path)
+                ? directory : nil
         }
-        return UpwardSearch.find("compose/.state/cluster/tls/ca.pem", from: [UpwardSearch.workingDirectory, UpwardSearch.executableDirectory])?
+        return UpwardSearch.find(
+            "compose/.state/cluster/tls/ca.pem",
+            from: [UpwardSearch.workingDirectory, UpwardSearch.executableDirectory])?
             .deletingLastPathComponent()
     }
 
@@ -279,7 +295,8 @@ struct ClusterOptions: ParsableArguments {
             do {
                 try body(try client())
             } catch let error as DqliteError where error.kind == .misuse {
-                throw RPCError(.failedPrecondition, error.message)  // e.g. the last voter, an id taken by another address
+                // e.g. the last voter, an id taken by another address
+                throw RPCError(.failedPrecondition, error.message)
             } catch let error as CategorizedError {
                 throw RPCError(StatusCode(error.category), error.message)
             }
@@ -299,11 +316,17 @@ struct ClusterOptions: ParsableArguments {
             if json {
                 printJSON(
                     .object([
-                        JSONMember("schemaVersion", .number(report.schemaVersion)), JSONMember("rows", .number(report.rows)),
+                        JSONMember("schemaVersion", .number(report.schemaVersion)),
+                        JSONMember("rows", .number(report.rows)),
                         JSONMember("seconds", .number(JSONNumber(literal: String(format: "%.3f", seconds))!)),
                         JSONMember(
                             "tables",
-                            .array(report.tables.map { .object([JSONMember("table", .string($0.table)), JSONMember("rows", .number($0.rows))]) })),
+                            .array(
+                                report.tables.map {
+                                    .object([
+                                        JSONMember("table", .string($0.table)), JSONMember("rows", .number($0.rows)),
+                                    ])
+                                })),
                     ]))
             } else {
                 print(

@@ -28,8 +28,11 @@ struct Gateway: AsyncParsableCommand {
             $MENAGERIE_ADMIN_TOKEN, else the stack's admin token from compose's state, which goes only to that state's \
             endpoints (`gateway user` manages users); no token goes in plaintext to an address neither loopback nor the stack's.
             """,
-        subcommands: [Status.self, Probe.self, Methods.self, Stats.self, ZooCommands.self, OCRCommands.self, HealthCommands.self,
-            ClassificationCommands.self, GuestbookCommands.self, UserCommands.self, TokenCommands.self, ClusterCommands.self])
+        subcommands: [
+            Status.self, Probe.self, Methods.self, Stats.self, ZooCommands.self, OCRCommands.self, HealthCommands.self,
+            ClassificationCommands.self, GuestbookCommands.self, UserCommands.self, TokenCommands.self,
+            ClusterCommands.self,
+        ])
 
     /// ArgumentParser's main, with GatewayKit's one rule for bad values (3) versus usage errors (64).
     static func main() async {

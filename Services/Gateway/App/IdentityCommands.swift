@@ -10,10 +10,17 @@ import Schema
 /// run beside the stack, and write the file every replica reads (a revocation reaches them all within about a
 /// second), so they need no running service and no token — access to compose's state is the admin's credential.
 struct IdentityOptions: ParsableArguments {
-    @Option(name: .customLong("identity"), help: ArgumentHelp("The identity store (default: $MENAGERIE_IDENTITY, else identity.sqlite in --state).", valueName: "file"), completion: .file())
+    @Option(
+        name: .customLong("identity"),
+        help: ArgumentHelp(
+            "The identity store (default: $MENAGERIE_IDENTITY, else identity.sqlite in --state).", valueName: "file"),
+        completion: .file())
     var identity: String?
 
-    @Option(name: .customLong("state"), help: "The compose state directory (default: $MENAGERIE_STATE_DIR, else compose/.state).", completion: .directory)
+    @Option(
+        name: .customLong("state"),
+        help: "The compose state directory (default: $MENAGERIE_STATE_DIR, else compose/.state).",
+        completion: .directory)
     var stateDirectory: String?
 
     @Flag(help: "Print JSON instead of text.")
@@ -22,7 +29,9 @@ struct IdentityOptions: ParsableArguments {
     func validate() throws {
         guard let identity else { return }
         var isDirectory: ObjCBool = false
-        if identity.isEmpty || identity.utf8.contains(0) || FileManager.default.fileExists(atPath: identity, isDirectory: &isDirectory) && isDirectory.boolValue {
+        if identity.isEmpty || identity.utf8.contains(0)
+            || FileManager.default.fileExists(atPath: identity, isDirectory: &isDirectory) && isDirectory.boolValue
+        {
             throw InvalidValue("--identity must be a file path (got \"\(identity)\")")
         }
     }
@@ -42,10 +51,13 @@ struct IdentityOptions: ParsableArguments {
         {
             path = found.path
         } else {
-            throw RPCError(.notFound, "no identity store found: start the stack with compose/compose up, or pass --identity FILE")
+            throw RPCError(
+                .notFound, "no identity store found: start the stack with compose/compose up, or pass --identity FILE")
         }
         guard FileManager.default.fileExists(atPath: path) else {
-            throw RPCError(.notFound, "no identity store at \(path): start the stack with compose/compose up, or pass --identity FILE")
+            throw RPCError(
+                .notFound,
+                "no identity store at \(path): start the stack with compose/compose up, or pass --identity FILE")
         }
         do {
             return try IdentityStore(path: path)
@@ -77,7 +89,8 @@ struct ExpiryDuration: ExpressibleByArgument {
 
     init?(argument: String) {
         let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
-        guard let unit = argument.last.flatMap({ units[$0] }), let count = Int64(argument.dropLast()), count > 0, count <= 36_500 * 86400 / unit
+        guard let unit = argument.last.flatMap({ units[$0] }), let count = Int64(argument.dropLast()), count > 0,
+            count <= 36_500 * 86400 / unit
         else { return nil }
         seconds = count * unit
     }
@@ -97,7 +110,8 @@ struct UserCommands: AsyncParsableCommand {
 }
 
 struct UserCreate: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "create", abstract: "Create a user and print their first token (shown once).")
+    static let configuration = CommandConfiguration(
+        commandName: "create", abstract: "Create a user and print their first token (shown once).")
 
     @Argument(help: "The user's name (letters, digits, - _ . @).")
     var name: String
@@ -114,7 +128,8 @@ struct UserCreate: AsyncParsableCommand {
 
     func run() async throws {
         try await options.run { store in
-            let token = try store.createUser(name: name, admin: admin, expiresMs: expires.map { Self.nowMs() + $0.seconds * 1000 })
+            let token = try store.createUser(
+                name: name, admin: admin, expiresMs: expires.map { Self.nowMs() + $0.seconds * 1000 })
             printToken(token, user: name, json: options.json)
         }
     }
@@ -123,7 +138,8 @@ struct UserCreate: AsyncParsableCommand {
 }
 
 struct UserList: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list", abstract: "List the users, their role and live tokens.")
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "List the users, their role and live tokens.")
 
     @OptionGroup var options: IdentityOptions
 
@@ -131,25 +147,33 @@ struct UserList: AsyncParsableCommand {
         try await options.run { store in
             let users = try store.users()
             if options.json {
-                printJSON(.array(users.map { user in
-                    .object([
-                        JSONMember("name", .string(user.name)), JSONMember("admin", .bool(user.isAdmin)),
-                        JSONMember("revoked", .bool(user.isRevoked)),
-                        JSONMember("liveTokens", .string(String(user.liveTokens))),
-                        JSONMember("created", .string(isoDate(Double(user.createdMs) / 1000))),
-                    ])
-                }))
+                printJSON(
+                    .array(
+                        users.map { user in
+                            .object([
+                                JSONMember("name", .string(user.name)), JSONMember("admin", .bool(user.isAdmin)),
+                                JSONMember("revoked", .bool(user.isRevoked)),
+                                JSONMember("liveTokens", .string(String(user.liveTokens))),
+                                JSONMember("created", .string(isoDate(Double(user.createdMs) / 1000))),
+                            ])
+                        }))
             } else {
                 printTable(
                     ["NAME", "ROLE", "TOKENS", "CREATED", "STATE"],
-                    users.map { [$0.name, $0.isAdmin ? "admin" : "user", String($0.liveTokens), isoDate(Double($0.createdMs) / 1000), $0.isRevoked ? "revoked" : "active"] })
+                    users.map {
+                        [
+                            $0.name, $0.isAdmin ? "admin" : "user", String($0.liveTokens),
+                            isoDate(Double($0.createdMs) / 1000), $0.isRevoked ? "revoked" : "active",
+                        ]
+                    })
             }
         }
     }
 }
 
 struct UserGrantAdmin: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "grant-admin", abstract: "Give a user the admin role (every replica within about a second).")
+    static let configuration = CommandConfiguration(
+        commandName: "grant-admin", abstract: "Give a user the admin role (every replica within about a second).")
 
     @Argument(help: "The user's name.")
     var name: String
@@ -161,14 +185,19 @@ struct UserGrantAdmin: AsyncParsableCommand {
     func run() async throws {
         try await options.run { store in
             try store.setAdmin(name)
-            if !options.json { print("\(name) is an admin") } else { printJSON(.object([JSONMember("name", .string(name))])) }
+            if !options.json {
+                print("\(name) is an admin")
+            } else {
+                printJSON(.object([JSONMember("name", .string(name))]))
+            }
         }
     }
 }
 
 struct UserRevoke: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "revoke", abstract: "Revoke a user and all their tokens: every replica refuses them within about a second.")
+        commandName: "revoke",
+        abstract: "Revoke a user and all their tokens: every replica refuses them within about a second.")
 
     @Argument(help: "The user's name.")
     var name: String
@@ -180,7 +209,11 @@ struct UserRevoke: AsyncParsableCommand {
     func run() async throws {
         try await options.run { store in
             try store.revokeUser(name)
-            if !options.json { print("\(name) revoked") } else { printJSON(.object([JSONMember("name", .string(name))])) }
+            if !options.json {
+                print("\(name) revoked")
+            } else {
+                printJSON(.object([JSONMember("name", .string(name))]))
+            }
         }
     }
 }
@@ -192,7 +225,8 @@ struct TokenCommands: AsyncParsableCommand {
 }
 
 struct TokenCreate: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "create", abstract: "Create a further token for a user and print it (shown once).")
+    static let configuration = CommandConfiguration(
+        commandName: "create", abstract: "Create a further token for a user and print it (shown once).")
 
     @Argument(help: "The user's name.")
     var user: String
@@ -206,14 +240,16 @@ struct TokenCreate: AsyncParsableCommand {
 
     func run() async throws {
         try await options.run { store in
-            let token = try store.createToken(user: user, expiresMs: expires.map { UserCreate.nowMs() + $0.seconds * 1000 })
+            let token = try store.createToken(
+                user: user, expiresMs: expires.map { UserCreate.nowMs() + $0.seconds * 1000 })
             printToken(token, user: user, json: options.json)
         }
     }
 }
 
 struct TokenRevoke: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "revoke", abstract: "Revoke one token: every replica refuses it within about a second.")
+    static let configuration = CommandConfiguration(
+        commandName: "revoke", abstract: "Revoke one token: every replica refuses it within about a second.")
 
     @Argument(help: "The token (as `token create` printed it).")
     var token: String
@@ -221,7 +257,9 @@ struct TokenRevoke: AsyncParsableCommand {
     @OptionGroup var options: IdentityOptions
 
     func validate() throws {
-        guard !token.isEmpty, !token.contains(where: \.isWhitespace) else { throw InvalidValue("a token is one word (got \"\(token)\")") }
+        guard !token.isEmpty, !token.contains(where: \.isWhitespace) else {
+            throw InvalidValue("a token is one word (got \"\(token)\")")
+        }
     }
 
     func run() async throws {

@@ -28,7 +28,9 @@ struct Status: AsyncParsableCommand {
             var instances: [Instance] = []
             for service in endpoints.services() {
                 for address in endpoints.byService[service] ?? [] {
-                    instances.append(await Instance.check(service: service, address: address, timeout: global.timeout, tls: endpoints.tls))
+                    instances.append(
+                        await Instance.check(
+                            service: service, address: address, timeout: global.timeout, tls: endpoints.tls))
                 }
             }
             if global.json {
@@ -38,9 +40,16 @@ struct Status: AsyncParsableCommand {
             } else {
                 printTable(
                     ["SERVICE", "ADDRESS", "HEALTH", "PID", "UPTIME"],
-                    instances.map { [$0.service, $0.address, $0.health, $0.pid.map(String.init) ?? "-", $0.uptime.map { formatDuration(seconds: $0) } ?? "-"] })
+                    instances.map {
+                        [
+                            $0.service, $0.address, $0.health, $0.pid.map(String.init) ?? "-",
+                            $0.uptime.map { formatDuration(seconds: $0) } ?? "-",
+                        ]
+                    })
             }
-            if instances.isEmpty || instances.contains(where: { $0.health != "SERVING" }) { throw GatewayExit.checkFailed }
+            if instances.isEmpty || instances.contains(where: { $0.health != "SERVING" }) {
+                throw GatewayExit.checkFailed
+            }
         }
     }
 }
@@ -59,7 +68,8 @@ struct Instance {
 
     static func check(service: String, address: String, timeout: Double, tls: TLSCredentials?) async -> Instance {
         do {
-            let client = RPCClient(transports: [try TCPClientTransport(endpoint: address, tls: tls)], retry: .init(maxAttempts: 1))
+            let client = RPCClient(
+                transports: [try TCPClientTransport(endpoint: address, tls: tls)], retry: .init(maxAttempts: 1))
             defer { client.close() }
             let reply = try await RpcV1.Health.Client(wrapping: client).check(
                 RpcV1.HealthCheckRequest(), options: CallOptions(timeout: .milliseconds(Int64(timeout * 1000))))
@@ -74,7 +84,10 @@ struct Instance {
     /// names an instance that did not answer), then its answer's fields as the JSON mapping spells them, or the
     /// error of an instance that did not answer.
     var json: JSONValue {
-        var members = [JSONMember("service", .string(service)), JSONMember("address", .string(address)), JSONMember("health", .string(health))]
+        var members = [
+            JSONMember("service", .string(service)), JSONMember("address", .string(address)),
+            JSONMember("health", .string(health)),
+        ]
         members += reply?.outputJSON.objectValue ?? []
         if let detail { members.append(JSONMember("error", .string(detail))) }
         return .object(members)
@@ -83,7 +96,8 @@ struct Instance {
 
 /// `gateway probe HOST:PORT`: exits 0 when that one instance answers SERVING (used by compose).
 struct Probe: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Check one instance's health; exit 0 only when it is SERVING.")
+    static let configuration = CommandConfiguration(
+        abstract: "Check one instance's health; exit 0 only when it is SERVING.")
 
     @Argument(help: "HOST:PORT of the instance.")
     var address: String
@@ -94,12 +108,20 @@ struct Probe: AsyncParsableCommand {
     @Flag(help: "Print nothing.")
     var quiet = false
 
-    @Option(name: .customLong("state"), help: "The compose state directory, where compose up --tls keeps the gateway's certificate (default: $MENAGERIE_STATE_DIR, else compose/.state).")
+    @Option(
+        name: .customLong("state"),
+        help:
+            "The compose state directory, where compose up --tls keeps the gateway's certificate (default: $MENAGERIE_STATE_DIR, else compose/.state)."
+    )
     var stateDirectory: String?
 
     @OptionGroup var tls: ClientTLSOptions
 
-    @Option(parsing: .unconditional, help: "Also require the answer to come from the process with this id (another program may hold the port; default: any process).")
+    @Option(
+        parsing: .unconditional,
+        help:
+            "Also require the answer to come from the process with this id (another program may hold the port; default: any process)."
+    )
     var pid: Int64?
 
     func validate() throws { try validateTimeout(timeout) }
@@ -107,7 +129,9 @@ struct Probe: AsyncParsableCommand {
     func run() async throws {
         var instance: Instance
         do {
-            instance = await Instance.check(service: "", address: address, timeout: timeout, tls: try tls.credentials(stateDirectory: stateDirectory))
+            instance = await Instance.check(
+                service: "", address: address, timeout: timeout,
+                tls: try tls.credentials(stateDirectory: stateDirectory))
         } catch {
             instance = Instance(service: "", address: address, health: "UNREACHABLE", detail: "\(error)")
         }
@@ -141,7 +165,8 @@ struct Methods: AsyncParsableCommand {
         try await reportingFailures(json: global.json) {
             let client = try global.resolveEndpoints().client(for: service)
             defer { client.close() }
-            let reply = try await RpcV1.Reflection.Client(wrapping: client).listServices(RpcV1.ListServicesRequest(), options: global.callOptions)
+            let reply = try await RpcV1.Reflection.Client(wrapping: client).listServices(
+                RpcV1.ListServicesRequest(), options: global.callOptions)
             let methods = reply.services.flatMap(\.methods)
             try global.render(
                 reply,
@@ -167,7 +192,8 @@ struct Methods: AsyncParsableCommand {
 /// `gateway stats SERVICE`: per-method figures of each instance.
 struct Stats: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Per-method call counts, errors and latency of every instance of SERVICE, how long its event loop's turns ran, and its memory budget's use.",
+        abstract:
+            "Per-method call counts, errors and latency of every instance of SERVICE, how long its event loop's turns ran, and its memory budget's use.",
         discussion: """
             --json prints a JSON array with one object per instance: {"address"} and the fields of its GetStatsResponse \
             as protobuf's JSON mapping spells them ({"methods": [{"path", "calls", "errors", "latencyP50Ms", \
@@ -189,32 +215,48 @@ struct Stats: AsyncParsableCommand {
             for transport in try endpoints.client(for: service).transports {
                 let client = RPCClient(transports: [transport], retry: .init(maxAttempts: 1))
                 defer { client.close() }
-                let reply = try await RpcV1.Stats.Client(wrapping: client).getStats(RpcV1.GetStatsRequest(), options: global.callOptions)
-                replies.append(.object([JSONMember("address", .string(transport.endpoint))] + (reply.outputJSON.objectValue ?? [])))
+                let reply = try await RpcV1.Stats.Client(wrapping: client).getStats(
+                    RpcV1.GetStatsRequest(), options: global.callOptions)
+                replies.append(
+                    .object([JSONMember("address", .string(transport.endpoint))] + (reply.outputJSON.objectValue ?? []))
+                )
                 for method in reply.methods {
                     let byStatus = method.byStatus.map { (StatusCode(rawValue: $0.code).name, $0.calls) }
-                    rows.append([transport.endpoint, method.path, "\(method.calls)", "\(method.errors)",
-                                 "\(method.kept)", String(format: "%.3f", method.latencyP50Ms), String(format: "%.3f", method.latencyP99Ms),
-                                 byStatus.filter { $0.0 != "OK" }.map { "\($0.0)=\($0.1)" }.joined(separator: " ")])
+                    rows.append([
+                        transport.endpoint, method.path, "\(method.calls)", "\(method.errors)",
+                        "\(method.kept)", String(format: "%.3f", method.latencyP50Ms),
+                        String(format: "%.3f", method.latencyP99Ms),
+                        byStatus.filter { $0.0 != "OK" }.map { "\($0.0)=\($0.1)" }.joined(separator: " "),
+                    ])
                 }
                 if let loop = reply.loop {
-                    loopRows.append([transport.endpoint, "\(loop.turns)", String(format: "%.3f", loop.busySeconds),
-                                     String(format: "%.3f", loop.longestTurnMs), "\(loop.turnsOver1ms)", "\(loop.turnsOver10ms)", "\(loop.turnsOver100ms)"])
+                    loopRows.append([
+                        transport.endpoint, "\(loop.turns)", String(format: "%.3f", loop.busySeconds),
+                        String(format: "%.3f", loop.longestTurnMs), "\(loop.turnsOver1ms)", "\(loop.turnsOver10ms)",
+                        "\(loop.turnsOver100ms)",
+                    ])
                 }
                 if let memory = reply.memory {
-                    memoryRows.append([transport.endpoint, Self.mebibytes(memory.usedBytes), Self.mebibytes(memory.limitBytes),
-                                       String(format: "%.1f", memory.limitBytes == 0 ? 0 : 100 * Double(memory.usedBytes) / Double(memory.limitBytes)),
-                                       "\(memory.refused)"])
+                    memoryRows.append([
+                        transport.endpoint, Self.mebibytes(memory.usedBytes), Self.mebibytes(memory.limitBytes),
+                        String(
+                            format: "%.1f",
+                            memory.limitBytes == 0 ? 0 : 100 * Double(memory.usedBytes) / Double(memory.limitBytes)),
+                        "\(memory.refused)",
+                    ])
                 }
             }
             try global.render(
                 jsonValue: { .array(replies) },
                 text: {
                     // KEPT: of CALLS, those answered from the answer cache without their handler.
-                    printTable(["ADDRESS", "METHOD", "CALLS", "ERRORS", "KEPT", "P50 MS", "P99 MS", "ERRORS BY STATUS"], rows)
+                    printTable(
+                        ["ADDRESS", "METHOD", "CALLS", "ERRORS", "KEPT", "P50 MS", "P99 MS", "ERRORS BY STATUS"], rows)
                     // A long turn of the event loop delays every connection of that instance at once.
                     print("")
-                    printTable(["ADDRESS", "LOOP TURNS", "BUSY S", "LONGEST MS", "OVER 1 MS", "OVER 10 MS", "OVER 100 MS"], loopRows)
+                    printTable(
+                        ["ADDRESS", "LOOP TURNS", "BUSY S", "LONGEST MS", "OVER 1 MS", "OVER 10 MS", "OVER 100 MS"],
+                        loopRows)
                     // What clients' data (frames arriving, unread answers, uploads, queued batches) holds of the budget.
                     print("")
                     printTable(["ADDRESS", "MEMORY USED MIB", "BUDGET MIB", "USED %", "REFUSED"], memoryRows)

@@ -2,7 +2,7 @@ import Foundation
 import GatewayKit
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// compose's commands on one machine's replicas (and ps and logs of a stack on nodes).
@@ -18,7 +18,9 @@ extension Compose {
             case "--tls": tls = true
             case "--insecure-plaintext-cluster": plaintextCluster = true
             case "--nodes":
-                guard let count = rest.popFirst() else { throw ComposeFailure("--nodes needs a count (compose up --nodes 3)") }
+                guard let count = rest.popFirst() else {
+                    throw ComposeFailure("--nodes needs a count (compose up --nodes 3)")
+                }
                 nodesText = count
             case _ where argument.hasPrefix("--nodes="): nodesText = String(argument.dropFirst("--nodes=".count))
             default: names.append(argument)
@@ -27,15 +29,19 @@ extension Compose {
         var nodes: Int?
         let network = Network.read(state: state)
         if let text = nodesText {
-            guard (1...2).contains(text.count), text.allSatisfy({ $0.isASCII && $0.isNumber }), let count = Int(text), (1...ServiceList.maxNode).contains(count) else {
+            guard (1...2).contains(text.count), text.allSatisfy({ $0.isASCII && $0.isNumber }), let count = Int(text),
+                (1...ServiceList.maxNode).contains(count)
+            else {
                 throw ComposeFailure("--nodes must be a count 1-\(ServiceList.maxNode) (got '\(text)')")
             }
             if let network {
                 guard network.count == count else {
-                    throw ComposeFailure("the stack runs \(network.count) node(s): compose down first, then compose up --nodes \(count)")
+                    throw ComposeFailure(
+                        "the stack runs \(network.count) node(s): compose down first, then compose up --nodes \(count)")
                 }
             } else if stackStarted {
-                throw ComposeFailure("the stack runs on one machine: compose down first, then compose up --nodes \(count)")
+                throw ComposeFailure(
+                    "the stack runs on one machine: compose down first, then compose up --nodes \(count)")
             }
             nodes = count
         } else if let network {
@@ -47,7 +53,8 @@ extension Compose {
             for service in manifest.services {
                 for node in service.nodes where node > nodes {
                     throw ComposeFailure(
-                        "[\(service.name)] is placed on node \(node) (nodes = \(service.nodes.map(String.init).joined(separator: ","))), and the stack has \(nodes) node(s)")
+                        "[\(service.name)] is placed on node \(node) (nodes = \(service.nodes.map(String.init).joined(separator: ","))), and the stack has \(nodes) node(s)"
+                    )
                 }
             }
             _ = try clusterLatency()
@@ -69,7 +76,8 @@ extension Compose {
             if stackStarted, !Files.exists("\(state)/tls/ca.pem") {
                 throw ComposeFailure("the stack runs in plaintext: compose down first, then compose up --tls")
             }
-            try Certificates(directory: "\(state)/tls", addresses: addresses).makeStackCertificates(for: manifest.names + ["gateway"])
+            try Certificates(directory: "\(state)/tls", addresses: addresses).makeStackCertificates(
+                for: manifest.names + ["gateway"])
         } else if Files.exists("\(state)/tls/ca.pem"), stackStarted {
             Self.say("the stack runs with TLS (certificates in \(state)/tls): keeping it")
         } else {
@@ -79,7 +87,9 @@ extension Compose {
         var selected: [ServiceSettings] = []
         for name in names { selected.append(try manifest.service(name)) }
         if selected.isEmpty { selected = manifest.services }
-        for service in selected { try checkPorts(service, desired(service), clustered: clustered(service, nodes: nodes)) }
+        for service in selected {
+            try checkPorts(service, desired(service), clustered: clustered(service, nodes: nodes))
+        }
         installModels(for: selected)
         try Files.makeDirectory("\(state)/replicas")
         // A service that fails to start does not keep the others from starting.
@@ -87,7 +97,9 @@ extension Compose {
         if let nodes {
             try makeNetwork(nodes)
             try recordStackServices(selected)
-            guard let network = Network.read(state: state) else { throw ComposeFailure("no nodes' network in \(state)") }
+            guard let network = Network.read(state: state) else {
+                throw ComposeFailure("no nodes' network in \(state)")
+            }
             try startExistingClusterMembers(selected, network)
             for node in network.numbers { failed += try convergeNode(node, selected, network) }
             try finishConverging(failed, nodes: network)
@@ -96,14 +108,18 @@ extension Compose {
             try finishConverging(failed, nodes: nil)
         }
         let count = (Files.read("\(state)/endpoints") ?? "").split(separator: "\n").count
-        Self.say("up: \(count) instance(s) \(nodes.map { "on \($0) node(s) " } ?? "")serving; try: \(bin)/gateway status")
+        Self.say(
+            "up: \(count) instance(s) \(nodes.map { "on \($0) node(s) " } ?? "")serving; try: \(bin)/gateway status")
     }
 
     /// `down`: every replica stopped (SIGTERM, then SIGKILL after the grace period), what scale chose and the
     /// certificates forgotten; with nodes, their namespaces and bridge removed too.
     func down() throws(ComposeFailure) {
-        let running = Files.list(state, suffix: ".supervisor").map { "\(state)/\($0)" }
-            + Files.list("\(state)/nodes").flatMap { node in Files.list("\(state)/nodes/\(node)", suffix: ".supervisor").map { "\(state)/nodes/\(node)/\($0)" } }
+        let running =
+            Files.list(state, suffix: ".supervisor").map { "\(state)/\($0)" }
+            + Files.list("\(state)/nodes").flatMap { node in
+                Files.list("\(state)/nodes/\(node)", suffix: ".supervisor").map { "\(state)/nodes/\(node)/\($0)" }
+            }
         let forget = ["\(state)/endpoints", "\(state)/replicas", "\(state)/tls", "\(state)/cluster"]
         // Nothing running still resets what scale chose, as a down after running replicas does, and removes the
         // nodes' network whatever an earlier up left of it.
@@ -130,7 +146,8 @@ extension Compose {
     func ps() {
         func row(_ columns: [String]) -> String {
             let widths = [16, 8, 21, 8]
-            return zip(columns, widths).map { $0.padding(toLength: max($1, $0.count), withPad: " ", startingAt: 0) }.joined(separator: " ")
+            return zip(columns, widths).map { $0.padding(toLength: max($1, $0.count), withPad: " ", startingAt: 0) }
+                .joined(separator: " ")
                 + " " + columns[4] + "\n"
         }
         var text = row(["SERVICE", "REPLICA", "ADDRESS", "PID", "STATE"])
@@ -144,12 +161,17 @@ extension Compose {
         for (directory, address) in places {
             for service in manifest.services {
                 for index in recordedIndexes(service.name, in: directory) {
-                    let pid = Files.read("\(directory)/\(service.name).\(index).pid")?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "-"
+                    let pid =
+                        Files.read("\(directory)/\(service.name).\(index).pid")?.trimmingCharacters(
+                            in: .whitespacesAndNewlines) ?? "-"
                     var condition = "stopped"
                     if Self.alive("\(directory)/\(service.name).\(index).supervisor", in: directory) {
                         condition = pid_t(pid).map { kill($0, 0) == 0 } == true ? "running" : "restarting"
                     }
-                    text += row([service.name, String(index), "\(address):\(port(service, index))", pid.isEmpty ? "-" : pid, condition])
+                    text += row([
+                        service.name, String(index), "\(address):\(port(service, index))", pid.isEmpty ? "-" : pid,
+                        condition,
+                    ])
                 }
             }
         }
@@ -161,16 +183,20 @@ extension Compose {
         guard !arguments.isEmpty else { throw ComposeFailure("usage: compose scale SERVICE=N") }
         if let network = Network.read(state: state) {
             throw ComposeFailure(
-                "compose scale does not change a stack on nodes yet: set replicas in the services file, compose down, then compose up --nodes \(network.count)")
+                "compose scale does not change a stack on nodes yet: set replicas in the services file, compose down, then compose up --nodes \(network.count)"
+            )
         }
         var scaled: [(ServiceSettings, Int)] = []
         for assignment in arguments {
-            guard let equals = assignment.firstIndex(of: "=") else { throw ComposeFailure("usage: compose scale SERVICE=N (got '\(assignment)')") }
+            guard let equals = assignment.firstIndex(of: "=") else {
+                throw ComposeFailure("usage: compose scale SERVICE=N (got '\(assignment)')")
+            }
             let service = try manifest.service(String(assignment[..<equals]))
             // Decimal even with leading zeros.
             let digits = assignment[assignment.index(after: equals)...].drop { $0 == "0" }
             let text = digits.isEmpty && assignment.last == "0" ? "0" : String(digits)
-            guard (1...5).contains(text.count), text.allSatisfy({ $0.isASCII && $0.isNumber }), let count = Int(text) else {
+            guard (1...5).contains(text.count), text.allSatisfy({ $0.isASCII && $0.isNumber }), let count = Int(text)
+            else {
                 throw ComposeFailure("replica count must be a number (0-99999): \(assignment)")
             }
             try checkPorts(service, count, clustered: false)
@@ -190,7 +216,9 @@ extension Compose {
     /// `restart SERVICE`: its replicas stopped and started again.
     func restart(_ arguments: [String]) throws(ComposeFailure) {
         guard arguments.count == 1 else { throw ComposeFailure("usage: compose restart SERVICE") }
-        guard !onNodes else { throw ComposeFailure("the stack runs on nodes: restart a node with compose node restart N") }
+        guard !onNodes else {
+            throw ComposeFailure("the stack runs on nodes: restart a node with compose node restart N")
+        }
         let service = try manifest.service(arguments[0])
         let files = recordedIndexes(service.name, in: state).map { supervisorFile(service.name, $0, .machine(self)) }
         if !files.isEmpty { stopReplicas(files) }

@@ -3,7 +3,7 @@ import Foundation
 import GatewayKit
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// compose's settings for one command: the services file, where the state, cache and binaries are, how long it
@@ -21,7 +21,9 @@ struct Compose {
     /// Seconds a replica gets to report SERVING.
     let startTimeout: Int
 
-    static func load(environment: [String: String] = ProcessInfo.processInfo.environment) throws(ComposeFailure) -> Compose {
+    static func load(environment: [String: String] = ProcessInfo.processInfo.environment) throws(ComposeFailure)
+        -> Compose
+    {
         let manifest = try Manifest.load(environment: environment)
         let home =
             environment["MENAGERIE_COMPOSE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
@@ -34,9 +36,11 @@ struct Compose {
             return value
         }
         return Compose(
-            manifest: manifest, home: home, state: environment["MENAGERIE_STATE_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(home)/.state",
+            manifest: manifest, home: home,
+            state: environment["MENAGERIE_STATE_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(home)/.state",
             cache: environment["MENAGERIE_CACHE_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(home)/.cache",
-            bin: environment["MENAGERIE_BIN_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? UpwardSearch.executableDirectory.path,
+            bin: environment["MENAGERIE_BIN_DIR"].flatMap { $0.isEmpty ? nil : $0 }
+                ?? UpwardSearch.executableDirectory.path,
             grace: try seconds("MENAGERIE_GRACE", 15), startTimeout: try seconds("MENAGERIE_START_TIMEOUT", 120))
     }
 
@@ -60,7 +64,9 @@ struct Compose {
 
     /// The replica count the stack runs of `service`: what `scale` chose, else the file's.
     func desired(_ service: ServiceSettings) -> Int {
-        Files.read("\(state)/replicas/\(service.name)").flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? service.replicas
+        Files.read("\(state)/replicas/\(service.name)").flatMap {
+            Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
+        } ?? service.replicas
     }
 
     func port(_ service: ServiceSettings, _ index: Int) -> Int { service.port + index }
@@ -68,7 +74,9 @@ struct Compose {
     /// Whether any replica was started (on one machine or on nodes) and not stopped by down.
     var stackStarted: Bool {
         !Files.list(state, suffix: ".supervisor").isEmpty
-            || Files.list("\(state)/nodes").contains { !Files.list("\(state)/nodes/\($0)", suffix: ".supervisor").isEmpty }
+            || Files.list("\(state)/nodes").contains {
+                !Files.list("\(state)/nodes/\($0)", suffix: ".supervisor").isEmpty
+            }
     }
 
     /// Whether the stack runs on nodes (compose up --nodes): their network is written down in the state.
@@ -83,10 +91,14 @@ struct Compose {
         var token = ProcessInfo.processInfo.environment["MENAGERIE_ADMIN_TOKEN"] ?? ""
         if token.isEmpty {
             var generator = SystemRandomNumberGenerator()
-            token = "mnt_" + (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+            token =
+                "mnt_"
+                + (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
         }
         let temporary = "\(state)/admin-token.tmp"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data("\(token)\n".utf8), attributes: [.posixPermissions: 0o600]),
+        guard
+            FileManager.default.createFile(
+                atPath: temporary, contents: Data("\(token)\n".utf8), attributes: [.posixPermissions: 0o600]),
             rename(temporary, "\(state)/admin-token") == 0
         else { throw ComposeFailure("cannot write the admin token in \(state)") }
     }
@@ -100,7 +112,8 @@ enum Files {
 
     /// The names in `directory` ending in `suffix`, sorted (as a shell glob lists them).
     static func list(_ directory: String, suffix: String = "") -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(suffix) }.sorted()
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(suffix) }
+            .sorted()
     }
 
     static func makeDirectory(_ path: String) throws(ComposeFailure) {
@@ -112,7 +125,9 @@ enum Files {
     static func remove(_ path: String) { try? FileManager.default.removeItem(atPath: path) }
 
     static func write(_ text: String, to path: String) throws(ComposeFailure) {
-        do { try text.write(toFile: path, atomically: true, encoding: .utf8) } catch { throw ComposeFailure("cannot write \(path)") }
+        do { try text.write(toFile: path, atomically: true, encoding: .utf8) } catch {
+            throw ComposeFailure("cannot write \(path)")
+        }
     }
 }
 
@@ -152,7 +167,9 @@ enum Programs {
 
     /// Starts `arguments` in a session of its own (so that its process group outlives compose and can be signalled
     /// as one), its input and output on /dev/null, with `environment` added to compose's; returns its pid.
-    static func spawnSession(_ arguments: [String], adding environment: [String: String]) throws(ComposeFailure) -> pid_t {
+    static func spawnSession(_ arguments: [String], adding environment: [String: String]) throws(ComposeFailure)
+        -> pid_t
+    {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -169,7 +186,9 @@ enum Programs {
         defer { (argv + envp).forEach { free($0) } }
         var pid: pid_t = 0
         let status = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, envp)
-        guard status == 0 else { throw ComposeFailure("cannot start \(arguments[0]): \(String(cString: strerror(status)))") }
+        guard status == 0 else {
+            throw ComposeFailure("cannot start \(arguments[0]): \(String(cString: strerror(status)))")
+        }
         return pid
     }
 }

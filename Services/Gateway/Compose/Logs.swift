@@ -2,7 +2,7 @@ import Foundation
 import GatewayKit
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `logs [-f] SERVICE`: its replicas' logs, one machine's and every node's.
@@ -30,7 +30,8 @@ extension Compose {
                 ("\(directory)/logs/\($0)", prefix + String($0.dropLast(4)))
             }
         }
-        return logs(in: state, prefix: "") + Files.list("\(state)/nodes").flatMap { logs(in: "\(state)/nodes/\($0)", prefix: "node\($0)/") }
+        return logs(in: state, prefix: "")
+            + Files.list("\(state)/nodes").flatMap { logs(in: "\(state)/nodes/\($0)", prefix: "node\($0)/") }
     }
 
     /// Follows every replica's log, each line behind its replica's name, taking in the logs of replicas that start
@@ -51,7 +52,9 @@ extension Compose {
         Thread.detachNewThread {
             var seen: Set<String> = [], lines = "50", hadState = false
             while true {
-                if Files.exists(state) { hadState = true } else if hadState {
+                if Files.exists(state) {
+                    hadState = true
+                } else if hadState {
                     tails.stop()
                     exit(0)
                 }

@@ -15,9 +15,15 @@ struct Manifest {
     var folder: URL { file.deletingLastPathComponent() }
 
     /// `MENAGERIE_COMPOSE_CONFIG` (compose/compose sets it), else compose/services.conf above the executable.
-    static func load(environment: [String: String] = ProcessInfo.processInfo.environment) throws(ComposeFailure) -> Manifest {
-        guard let file = ServiceList.file(environment: environment) else { throw ComposeFailure("cannot find compose/services.conf") }
-        guard let text = try? String(contentsOf: file, encoding: .utf8) else { throw ComposeFailure("cannot read the services file \(file.path)") }
+    static func load(environment: [String: String] = ProcessInfo.processInfo.environment) throws(ComposeFailure)
+        -> Manifest
+    {
+        guard let file = ServiceList.file(environment: environment) else {
+            throw ComposeFailure("cannot find compose/services.conf")
+        }
+        guard let text = try? String(contentsOf: file, encoding: .utf8) else {
+            throw ComposeFailure("cannot read the services file \(file.path)")
+        }
         do {
             return Manifest(file: file, services: try ServiceList.parse(text, file: file.path))
         } catch {

@@ -37,6 +37,8 @@ struct Network {
     var bridge: String { "\(tag)-br" }
 
     func place(_ node: Int, state: String) -> Place {
-        Place(node: node, directory: "\(state)/nodes/\(node)", address: address(node), launcher: ["ip", "netns", "exec", namespace(node)])
+        Place(
+            node: node, directory: "\(state)/nodes/\(node)", address: address(node),
+            launcher: ["ip", "netns", "exec", namespace(node)])
     }
 }

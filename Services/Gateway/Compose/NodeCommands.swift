@@ -2,7 +2,7 @@ import Foundation
 import GatewayKit
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `node …` (the nodes' faults and membership) and `cluster …` (the operator's path to the nodes' dqlite clusters).
@@ -22,11 +22,15 @@ extension Compose {
             try usage(1...1, "kill N")
             let (network, node) = try requireNodes(rest[0])
             killNodeProcesses(node, network)
-            Self.say("node \(node) killed (kill -9 of every process in \(network.namespace(node))); compose node restart \(node) starts it again")
+            Self.say(
+                "node \(node) killed (kill -9 of every process in \(network.namespace(node))); compose node restart \(node) starts it again"
+            )
         case "restart":
             try usage(1...1, "restart N")
             let (network, node) = try requireNodes(rest[0])
-            let files = Files.list("\(state)/nodes/\(node)", suffix: ".supervisor").map { "\(state)/nodes/\(node)/\($0)" }
+            let files = Files.list("\(state)/nodes/\(node)", suffix: ".supervisor").map {
+                "\(state)/nodes/\(node)/\($0)"
+            }
             if !files.isEmpty { stopReplicas(files) }
             killNodeProcesses(node, network)
             let failed = try convergeNode(node, stackServices(network), network)
@@ -43,7 +47,9 @@ extension Compose {
         case "heal":
             try usage(0...1, "heal [N]")
             let (network, node) = try requireNodes(rest.first)
-            for number in rest.isEmpty ? (network.count > 0 ? Array(1...network.count) : []) : [node] { heal(number, network) }
+            for number in rest.isEmpty ? (network.count > 0 ? Array(1...network.count) : []) : [node] {
+                heal(number, network)
+            }
         case "add":
             try usage(0...0, "add")
             try addNode()
@@ -59,7 +65,8 @@ extension Compose {
     private func listNodes() throws(ComposeFailure) {
         let (network, _) = try requireNodes()
         func row(_ columns: [String]) -> String {
-            zip(columns, [5, 16, 14, 12]).map { $0.padding(toLength: max($1, $0.count), withPad: " ", startingAt: 0) }.joined(separator: " ")
+            zip(columns, [5, 16, 14, 12]).map { $0.padding(toLength: max($1, $0.count), withPad: " ", startingAt: 0) }
+                .joined(separator: " ")
                 + " " + columns[4] + "\n"
         }
         var text = row(["NODE", "ADDRESS", "NAMESPACE", "STATE", "REPLICAS"])
@@ -69,12 +76,18 @@ extension Compose {
                 let name = String(file.dropLast(".supervisor".count))
                 return Self.alive("\(directory)/\(file)", in: directory) ? "\(name) " : "\(name)(stopped) "
             }.joined()
-            var condition = Programs.output(["ip", "netns", "pids", network.namespace(node)]).output.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ? "down" : "up"
+            var condition =
+                Programs.output(["ip", "netns", "pids", network.namespace(node)]).output.trimmingCharacters(
+                    in: .whitespacesAndNewlines
+                ).isEmpty ? "down" : "up"
             if network.removed.contains(node) { condition = "removed" }
             if let partitioned = Files.read("\(directory)/partitioned") {
                 condition += ",partitioned(\(partitioned.trimmingCharacters(in: .whitespacesAndNewlines)))"
             }
-            text += row([String(node), network.address(node), network.namespace(node), condition, replicas.isEmpty ? "-" : replicas])
+            text += row([
+                String(node), network.address(node), network.namespace(node), condition,
+                replicas.isEmpty ? "-" : replicas,
+            ])
         }
         FileHandle.standardOutput.write(Data(text.utf8))
     }
@@ -84,7 +97,9 @@ extension Compose {
     /// nft, or with MENAGERIE_PARTITION=link, its link is taken down instead (the host side of its veth).
     private func partition(_ node: Int, _ network: Network) throws(ComposeFailure) {
         let method = environment("MENAGERIE_PARTITION") ?? "nftables"
-        guard method == "nftables" || method == "link" else { throw ComposeFailure("MENAGERIE_PARTITION must be nftables or link (got '\(method)')") }
+        guard method == "nftables" || method == "link" else {
+            throw ComposeFailure("MENAGERIE_PARTITION must be nftables or link (got '\(method)')")
+        }
         let rules = """
             table inet menagerie_partition {
               chain input { type filter hook input priority 0; policy drop; iif "lo" accept; }
@@ -94,24 +109,33 @@ extension Compose {
             """
         let file = "\(state)/nodes/\(node)/partitioned"
         let rulesFile = "\(state)/nodes/\(node)/partition.nft"
-        if method == "nftables", Programs.run(["sh", "-c", "command -v nft"], quiet: true) == 0, (try? Files.write(rules, to: rulesFile)) != nil,
+        if method == "nftables", Programs.run(["sh", "-c", "command -v nft"], quiet: true) == 0,
+            (try? Files.write(rules, to: rulesFile)) != nil,
             Programs.run(["ip", "netns", "exec", network.namespace(node), "nft", "-f", rulesFile]) == 0
         {
             Files.remove(rulesFile)
             try Files.write("nftables\n", to: file)
         } else {
             Files.remove(rulesFile)
-            guard Programs.run(["ip", "link", "set", network.link(node), "down"]) == 0 else { throw ComposeFailure("could not take node \(node)'s link down") }
+            guard Programs.run(["ip", "link", "set", network.link(node), "down"]) == 0 else {
+                throw ComposeFailure("could not take node \(node)'s link down")
+            }
             try Files.write("link\n", to: file)
         }
-        Self.say("node \(node) partitioned (\((Files.read(file) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)))")
+        Self.say(
+            "node \(node) partitioned (\((Files.read(file) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)))")
     }
 
     private func heal(_ node: Int, _ network: Network) {
         let file = "\(state)/nodes/\(node)/partitioned"
         guard let method = Files.read(file)?.trimmingCharacters(in: .whitespacesAndNewlines) else { return }
         switch method {
-        case "nftables": Programs.run(["ip", "netns", "exec", network.namespace(node), "nft", "delete", "table", "inet", "menagerie_partition"], quiet: true)
+        case "nftables":
+            Programs.run(
+                [
+                    "ip", "netns", "exec", network.namespace(node), "nft", "delete", "table", "inet",
+                    "menagerie_partition",
+                ], quiet: true)
         case "link": Programs.run(["ip", "link", "set", network.link(node), "up"])
         default: break
         }
@@ -124,20 +148,29 @@ extension Compose {
     private func addNode() throws(ComposeFailure) {
         let (network, _) = try requireNodes()
         let node = network.count + 1
-        guard node <= ServiceList.maxNode else { throw ComposeFailure("a stack has at most \(ServiceList.maxNode) nodes") }
+        guard node <= ServiceList.maxNode else {
+            throw ComposeFailure("a stack has at most \(ServiceList.maxNode) nodes")
+        }
         _ = try clusterLatency()
         let addresses = (1...node).map { ",IP:\(network.address($0))" }.joined()
         if Files.exists("\(state)/tls/ca.pem") {
             // The services' certificates name every node's address (peers and clients check it): made again naming the
             // new one too. Running replicas keep the ones they loaded, which name their own addresses.
             guard reissueCertificates(manifest.names, in: "\(state)/tls", addresses: addresses) else {
-                throw ComposeFailure("openssl could not make the services' certificates for node \(node) in \(state)/tls; the stack is as it was")
+                throw ComposeFailure(
+                    "openssl could not make the services' certificates for node \(node) in \(state)/tls; the stack is as it was"
+                )
             }
         }
         if Files.exists("\(clusterTLSDirectory)/ca.pem") {
-            guard reissueCertificates(manifest.services.filter(\.cluster).map(\.name), in: clusterTLSDirectory, addresses: addresses, unit: "member") else {
+            guard
+                reissueCertificates(
+                    manifest.services.filter(\.cluster).map(\.name), in: clusterTLSDirectory, addresses: addresses,
+                    unit: "member")
+            else {
                 throw ComposeFailure(
-                    "openssl could not make the members' certificates for node \(node) in \(clusterTLSDirectory); the stack is as it was")
+                    "openssl could not make the members' certificates for node \(node) in \(clusterTLSDirectory); the stack is as it was"
+                )
             }
         }
         try setNetworkField("nodes", String(node))
@@ -152,7 +185,9 @@ extension Compose {
         installModels(for: here)
         let failed = try convergeNode(node, started, grown)
         try finishConverging(failed, nodes: grown, logs: "\(state)/nodes/\(node)/logs")
-        Self.say("node \(node) added at \(grown.address(node)) running \(here.isEmpty ? "nothing" : here.map(\.name).joined(separator: " "))")
+        Self.say(
+            "node \(node) added at \(grown.address(node)) running \(here.isEmpty ? "nothing" : here.map(\.name).joined(separator: " "))"
+        )
     }
 
     /// Node N's replicas taken out of their clusters first (so the others stop counting them towards a quorum before
@@ -165,10 +200,14 @@ extension Compose {
             for index in 0..<desired(service) {
                 let member = "\(network.address(node)):\(port(service, index) + Network.clusterPortOffset)"
                 let status = Programs.run(
-                    ["\(bin)/gateway", "cluster", "remove", service.name, member, "--cluster", members(service, network)] + operatorTLSArguments)
+                    [
+                        "\(bin)/gateway", "cluster", "remove", service.name, member, "--cluster",
+                        members(service, network),
+                    ] + operatorTLSArguments)
                 guard status == 0 else {
                     throw ComposeFailure(
-                        "could not take \(service.name).\(index) of node \(node) (\(member)) out of \(service.name)'s cluster (the gateway said why above); node \(node) runs on")
+                        "could not take \(service.name).\(index) of node \(node) (\(member)) out of \(service.name)'s cluster (the gateway said why above); node \(node) runs on"
+                    )
                 }
             }
         }
@@ -180,7 +219,9 @@ extension Compose {
         Files.remove("\(state)/nodes/\(node)/partitioned")
         try setNetworkField("removed", (network.removed + [node]).map(String.init).joined(separator: ","))
         try writeEndpoints(nodes: Network.read(state: state))
-        Self.say("node \(node) removed: out of its clusters, its replicas stopped, its namespace gone (its disk, DATA/node-\(node), stays)")
+        Self.say(
+            "node \(node) removed: out of its clusters, its replicas stopped, its namespace gone (its disk, DATA/node-\(node), stays)"
+        )
     }
 
     /// `cluster import|backup|restore|members SERVICE …`: `gateway cluster` with the members as this stack placed them.
@@ -202,16 +243,20 @@ extension Compose {
             guard rest.count == 1 else { throw ComposeFailure("usage: compose cluster members SERVICE") }
         default:
             throw ComposeFailure(
-                "usage: compose cluster import SERVICE FILE [--replace] | backup SERVICE FILE [--replace] | restore SERVICE FILE | members SERVICE")
+                "usage: compose cluster import SERVICE FILE [--replace] | backup SERVICE FILE [--replace] | restore SERVICE FILE | members SERVICE"
+            )
         }
         let service = try manifest.service(rest[0])
         guard let network = Network.read(state: state), clustered(service, nodes: network.count) else {
             let clustering = manifest.services.filter(\.cluster).map(\.name).joined(separator: " ")
             throw ComposeFailure(
-                "\(service.name) keeps no dqlite cluster in this stack: the services that do (\(clustering)) keep one when placed on more than one node of compose up --nodes N")
+                "\(service.name) keeps no dqlite cluster in this stack: the services that do (\(clustering)) keep one when placed on more than one node of compose up --nodes N"
+            )
         }
         let status = Programs.run(
-            ["\(bin)/gateway", "cluster", action, service.name] + (file.map { [$0] } ?? []) + extra + ["--cluster", members(service, network)]
+            ["\(bin)/gateway", "cluster", action, service.name] + (file.map { [$0] } ?? []) + extra + [
+                "--cluster", members(service, network),
+            ]
                 + operatorTLSArguments)
         if status != 0 { exit(status) }
     }

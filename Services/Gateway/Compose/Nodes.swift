@@ -2,7 +2,7 @@ import Foundation
 import GatewayKit
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `compose up --nodes N`: N "machines" on this one. Each is a network namespace whose one link joins a bridge on a
@@ -14,12 +14,16 @@ extension Compose {
     var nodeTag: String { Network.read(state: state)?.tag ?? environment("MENAGERIE_NODE_TAG") ?? "mn" }
     var nodeSubnet: String { Network.read(state: state)?.subnet ?? environment("MENAGERIE_NODE_SUBNET") ?? "10.231.0" }
 
-    func environment(_ name: String) -> String? { ProcessInfo.processInfo.environment[name].flatMap { $0.isEmpty ? nil : $0 } }
+    func environment(_ name: String) -> String? {
+        ProcessInfo.processInfo.environment[name].flatMap { $0.isEmpty ? nil : $0 }
+    }
 
     /// The one-way latency in ms the clusters derive their heartbeat and election timeouts from.
     func clusterLatency() throws(ComposeFailure) -> Int {
         let text = environment("MENAGERIE_CLUSTER_LATENCY") ?? "20"
-        guard (1...4).contains(text.count), text.allSatisfy({ $0.isASCII && $0.isNumber }), let latency = Int(text), latency >= 1 else {
+        guard (1...4).contains(text.count), text.allSatisfy({ $0.isASCII && $0.isNumber }), let latency = Int(text),
+            latency >= 1
+        else {
             throw ComposeFailure("MENAGERIE_CLUSTER_LATENCY must be a number of milliseconds 1-9999 (got '\(text)')")
         }
         return latency
@@ -31,19 +35,26 @@ extension Compose {
             throw ComposeFailure("MENAGERIE_NODE_TAG must be 1-6 lowercase letters or digits (got '\(tag)')")
         }
         let parts = subnet.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-        let numbers = parts.map { part in part.count <= 3 && !part.isEmpty && part.allSatisfy(\.isNumber) && !(part.count > 1 && part.hasPrefix("0")) ? Int(part) : nil }
+        let numbers = parts.map { part in
+            part.count <= 3 && !part.isEmpty && part.allSatisfy(\.isNumber) && !(part.count > 1 && part.hasPrefix("0"))
+                ? Int(part) : nil
+        }
         let valid: Bool = {
             guard parts.count == 3, numbers.allSatisfy({ $0 != nil && $0! <= 255 }) else { return false }
             let (a, b) = (numbers[0]!, numbers[1]!)
             return a == 10 || (a == 172 && (16...31).contains(b)) || (a == 192 && b == 168)
         }()
         guard valid else {
-            throw ComposeFailure("MENAGERIE_NODE_SUBNET must be the first three numbers of a private /24 (10.x.y, 172.16-31.y or 192.168.y; got '\(subnet)')")
+            throw ComposeFailure(
+                "MENAGERIE_NODE_SUBNET must be the first three numbers of a private /24 (10.x.y, 172.16-31.y or 192.168.y; got '\(subnet)')"
+            )
         }
     }
 
     /// Whether `service` runs on `node`: its `nodes` list names it, or it has none.
-    func placed(_ service: ServiceSettings, _ node: Int) -> Bool { service.nodes.isEmpty || service.nodes.contains(node) }
+    func placed(_ service: ServiceSettings, _ node: Int) -> Bool {
+        service.nodes.isEmpty || service.nodes.contains(node)
+    }
 
     /// Whether `service`'s replicas on `nodes` nodes form a dqlite cluster: it says `cluster = yes` and is placed on
     /// more than one of them.
@@ -56,25 +67,34 @@ extension Compose {
     /// the same order on every member: node by node, then replica index; removed nodes' left out.
     func members(_ service: ServiceSettings, _ network: Network, clusterPorts: Bool = true) -> String {
         network.numbers.filter { placed(service, $0) }.flatMap { node in
-            (0..<desired(service)).map { "\(network.address(node)):\(port(service, $0) + (clusterPorts ? Network.clusterPortOffset : 0))" }
+            (0..<desired(service)).map {
+                "\(network.address(node)):\(port(service, $0) + (clusterPorts ? Network.clusterPortOffset : 0))"
+            }
         }.joined(separator: ",")
     }
 
     /// The --cluster… arguments of replica `index` of `service` on `node`, none when it is not clustered. A member's
     /// dqlite id is its place among the replicas of every node the stack ever had (a removed node keeps its places),
     /// counting from 1, so a member keeps its id as nodes come and go, and node 1's first replica bootstraps.
-    func clusterArguments(_ service: ServiceSettings, _ index: Int, node: Int, _ network: Network) throws(ComposeFailure) -> [String] {
+    func clusterArguments(_ service: ServiceSettings, _ index: Int, node: Int, _ network: Network)
+        throws(ComposeFailure) -> [String]
+    {
         guard clustered(service, nodes: network.count) else { return [] }
         let latency = try clusterLatency()
         let position = (1..<max(node, 1)).filter { placed(service, $0) }.count * desired(service)
         var arguments = [
-            "--cluster", members(service, network), "--cluster-bind", "\(network.address(node)):\(port(service, index) + Network.clusterPortOffset)",
-            "--cluster-id", String(position + index + 1), "--cluster-dir", "\(manifest.resolve(service.data))/node-\(node)/dqlite.\(index)",
+            "--cluster", members(service, network), "--cluster-bind",
+            "\(network.address(node)):\(port(service, index) + Network.clusterPortOffset)",
+            "--cluster-id", String(position + index + 1), "--cluster-dir",
+            "\(manifest.resolve(service.data))/node-\(node)/dqlite.\(index)",
             "--cluster-latency", String(latency),
         ]
         let tls = clusterTLSDirectory
         if Files.exists("\(tls)/ca.pem") {
-            arguments += ["--cluster-tls-cert", "\(tls)/\(service.name).pem", "--cluster-tls-key", "\(tls)/\(service.name).key", "--cluster-tls-ca", "\(tls)/ca.pem"]
+            arguments += [
+                "--cluster-tls-cert", "\(tls)/\(service.name).pem", "--cluster-tls-key", "\(tls)/\(service.name).key",
+                "--cluster-tls-ca", "\(tls)/ca.pem",
+            ]
         }
         if service.blobs { arguments += ["--blob-peers", members(service, network, clusterPorts: false)] }
         return arguments
@@ -95,10 +115,13 @@ extension Compose {
         if Network.read(state: state) == nil {
             if Programs.run(["ip", "link", "show", "\(tag)-br"], quiet: true) == 0 {
                 throw ComposeFailure(
-                    "a bridge named \(tag)-br exists and is not this stack's (state \(state)): compose down the stack that made it, or set MENAGERIE_NODE_TAG and MENAGERIE_NODE_SUBNET")
+                    "a bridge named \(tag)-br exists and is not this stack's (state \(state)): compose down the stack that made it, or set MENAGERIE_NODE_TAG and MENAGERIE_NODE_SUBNET"
+                )
             }
             if Programs.output(["ip", "-4", "-o", "addr", "show"]).output.contains(" inet \(subnet).") {
-                throw ComposeFailure("\(subnet).0/24 is in use on this machine (ip addr): set MENAGERIE_NODE_SUBNET to a free private /24")
+                throw ComposeFailure(
+                    "\(subnet).0/24 is in use on this machine (ip addr): set MENAGERIE_NODE_SUBNET to a free private /24"
+                )
             }
             try Files.write("tag=\(tag)\nsubnet=\(subnet)\nnodes=\(count)\n", to: "\(state)/network")
         }
@@ -113,16 +136,19 @@ extension Compose {
     func createNetwork(_ network: Network, upTo count: Int) -> Bool {
         func ip(_ arguments: String...) -> Bool { Programs.run(["ip"] + arguments) == 0 }
         if Programs.run(["ip", "link", "show", network.bridge], quiet: true) != 0 {
-            guard ip("link", "add", network.bridge, "type", "bridge"), ip("addr", "add", "\(network.subnet).1/24", "dev", network.bridge),
+            guard ip("link", "add", network.bridge, "type", "bridge"),
+                ip("addr", "add", "\(network.subnet).1/24", "dev", network.bridge),
                 ip("link", "set", network.bridge, "up")
             else { return false }
         }
         for node in 1...max(count, 1) where node <= count {
             let namespace = network.namespace(node), link = network.link(node)
             if Files.exists("/run/netns/\(namespace)") || network.removed.contains(node) { continue }
-            guard ip("netns", "add", namespace), ip("link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", namespace),
+            guard ip("netns", "add", namespace),
+                ip("link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", namespace),
                 ip("link", "set", link, "master", network.bridge), ip("link", "set", link, "up"),
-                ip("-n", namespace, "addr", "add", "\(network.address(node))/24", "dev", "eth0"), ip("-n", namespace, "link", "set", "eth0", "up"),
+                ip("-n", namespace, "addr", "add", "\(network.address(node))/24", "dev", "eth0"),
+                ip("-n", namespace, "link", "set", "eth0", "up"),
                 ip("-n", namespace, "link", "set", "lo", "up")
             else { return false }
         }
@@ -146,10 +172,15 @@ extension Compose {
     func killNodeProcesses(_ node: Int, _ network: Network) {
         let namespace = network.namespace(node)
         guard Files.exists("/run/netns/\(namespace)") else { return }
-        func pids() -> [pid_t] { Programs.output(["ip", "netns", "pids", namespace]).output.split(whereSeparator: \.isWhitespace).compactMap { pid_t($0) } }
+        func pids() -> [pid_t] {
+            Programs.output(["ip", "netns", "pids", namespace]).output.split(whereSeparator: \.isWhitespace).compactMap
+            { pid_t($0) }
+        }
         for pid in pids() { kill(pid, SIGKILL) }
         for _ in 0..<50 where !pids().isEmpty { usleep(100_000) }
-        for file in Files.list("\(state)/nodes/\(node)", suffix: ".pid") { Files.remove("\(state)/nodes/\(node)/\(file)") }
+        for file in Files.list("\(state)/nodes/\(node)", suffix: ".pid") {
+            Files.remove("\(state)/nodes/\(node)/\(file)")
+        }
     }
 
     /// The services `up` started on the nodes, in compose's order: `node restart` and `node add` start these, not
@@ -164,20 +195,27 @@ extension Compose {
         let network = Network.read(state: state)
         let recorded = network?.services ?? []
         let list = manifest.names.filter { recorded.contains($0) || selected.map(\.name).contains($0) }
-        let lines = (Files.read("\(state)/network") ?? "").split(separator: "\n").filter { !$0.hasPrefix("services=") }.map(String.init)
-        try Files.write((lines + ["services=\(list.joined(separator: " "))"]).map { $0 + "\n" }.joined(), to: "\(state)/network")
+        let lines = (Files.read("\(state)/network") ?? "").split(separator: "\n").filter { !$0.hasPrefix("services=") }
+            .map(String.init)
+        try Files.write(
+            (lines + ["services=\(list.joined(separator: " "))"]).map { $0 + "\n" }.joined(), to: "\(state)/network")
     }
 
     /// Replaces (or adds) the `key=` line of STATE/network.
     func setNetworkField(_ key: String, _ value: String) throws(ComposeFailure) {
         var lines = (Files.read("\(state)/network") ?? "").split(separator: "\n").map(String.init)
-        if let line = lines.firstIndex(where: { $0.hasPrefix("\(key)=") }) { lines[line] = "\(key)=\(value)" } else { lines.append("\(key)=\(value)") }
+        if let line = lines.firstIndex(where: { $0.hasPrefix("\(key)=") }) {
+            lines[line] = "\(key)=\(value)"
+        } else {
+            lines.append("\(key)=\(value)")
+        }
         try Files.write(lines.map { $0 + "\n" }.joined(), to: "\(state)/network")
     }
 
     /// Starts node N's replicas (those not running) of `services` and waits until each is SERVING; returns those
     /// that did not. A partitioned node's are started and not waited for.
-    func convergeNode(_ node: Int, _ services: [ServiceSettings], _ network: Network) throws(ComposeFailure) -> [String] {
+    func convergeNode(_ node: Int, _ services: [ServiceSettings], _ network: Network) throws(ComposeFailure) -> [String]
+    {
         let place = network.place(node, state: state)
         try Files.makeDirectory(place.directory)
         var failed: [String] = []
@@ -196,7 +234,8 @@ extension Compose {
 
     func startMissing(_ service: ServiceSettings, at place: Place, _ network: Network) throws(ComposeFailure) {
         for index in 0..<desired(service) {
-            try startReplica(service, index, at: place, extra: try clusterArguments(service, index, node: place.node!, network))
+            try startReplica(
+                service, index, at: place, extra: try clusterArguments(service, index, node: place.node!, network))
         }
     }
 
@@ -206,7 +245,9 @@ extension Compose {
     func startExistingClusterMembers(_ services: [ServiceSettings], _ network: Network) throws(ComposeFailure) {
         for service in services where clustered(service, nodes: network.count) {
             let data = manifest.resolve(service.data)
-            let existing = Files.list(data).filter { $0.hasPrefix("node-") }.contains { !Files.list("\(data)/\($0)").filter { $0.hasPrefix("dqlite.") }.isEmpty }
+            let existing = Files.list(data).filter { $0.hasPrefix("node-") }.contains {
+                !Files.list("\(data)/\($0)").filter { $0.hasPrefix("dqlite.") }.isEmpty
+            }
             guard existing else { continue }
             for node in network.numbers where placed(service, node) {
                 let place = network.place(node, state: state)
@@ -219,12 +260,18 @@ extension Compose {
     /// The stack's network, or the error of a node command on a stack without nodes; with `node`, that node's number
     /// (checked).
     func requireNodes(_ node: String? = nil) throws(ComposeFailure) -> (Network, Int) {
-        guard let network = Network.read(state: state) else { throw ComposeFailure("no nodes: start them with compose up --nodes N") }
+        guard let network = Network.read(state: state) else {
+            throw ComposeFailure("no nodes: start them with compose up --nodes N")
+        }
         guard let node else { return (network, 0) }
-        guard (1...2).contains(node.count), node.allSatisfy({ $0.isASCII && $0.isNumber }), let number = Int(node), (1...network.count).contains(number) else {
+        guard (1...2).contains(node.count), node.allSatisfy({ $0.isASCII && $0.isNumber }), let number = Int(node),
+            (1...network.count).contains(number)
+        else {
             throw ComposeFailure("no node '\(node)': the stack has nodes 1-\(network.count)")
         }
-        guard !network.removed.contains(number) else { throw ComposeFailure("node \(number) was removed (compose node add makes a new one)") }
+        guard !network.removed.contains(number) else {
+            throw ComposeFailure("node \(number) was removed (compose node add makes a new one)")
+        }
         return (network, number)
     }
 
@@ -240,7 +287,8 @@ extension Compose {
         let directory = clusterTLSDirectory
         guard Programs.run(["sh", "-c", "command -v openssl"], quiet: true) == 0 else {
             throw ComposeFailure(
-                "compose up --nodes needs the openssl program for the clusters' certificates (compose deps installs it; --insecure-plaintext-cluster runs them without)")
+                "compose up --nodes needs the openssl program for the clusters' certificates (compose deps installs it; --insecure-plaintext-cluster runs them without)"
+            )
         }
         try Files.makeDirectory(directory)
         chmod("\(state)/cluster", 0o700)
@@ -260,14 +308,21 @@ extension Compose {
     /// up on nodes: the clusters' certificates, kept while the stack runs; none only when asked, loudly.
     func chooseClusterTLS(plaintext: Bool, addresses: String) throws(ComposeFailure) {
         if Files.exists("\(clusterTLSDirectory)/ca.pem"), stackStarted {
-            if plaintext { throw ComposeFailure("the stack's clusters run over mutual TLS: compose down first, then compose up --insecure-plaintext-cluster") }
+            if plaintext {
+                throw ComposeFailure(
+                    "the stack's clusters run over mutual TLS: compose down first, then compose up --insecure-plaintext-cluster"
+                )
+            }
         } else if plaintext {
-            if stackStarted, !Files.exists("\(state)/cluster/plaintext") { throw ComposeFailure("the stack runs: compose down first") }
+            if stackStarted, !Files.exists("\(state)/cluster/plaintext") {
+                throw ComposeFailure("the stack runs: compose down first")
+            }
             Files.remove("\(state)/cluster")
             try Files.makeDirectory("\(state)/cluster")
             try Files.write("", to: "\(state)/cluster/plaintext")
             Self.say(
-                "WARNING: --insecure-plaintext-cluster: the clusters' databases take any client that reaches the nodes' bridge, every local user of this host included (read, replace, change members)")
+                "WARNING: --insecure-plaintext-cluster: the clusters' databases take any client that reaches the nodes' bridge, every local user of this host included (read, replace, change members)"
+            )
         } else if Files.exists("\(state)/cluster/plaintext"), stackStarted {
             Self.say("WARNING: the stack's clusters run in plaintext (--insecure-plaintext-cluster): keeping it")
         } else {
@@ -280,7 +335,10 @@ extension Compose {
     var operatorTLSArguments: [String] {
         let directory = clusterTLSDirectory
         guard Files.exists("\(directory)/ca.pem") else { return [] }
-        return ["--tls-ca", "\(directory)/ca.pem", "--tls-cert", "\(directory)/menagerie-operator.pem", "--tls-key", "\(directory)/menagerie-operator.key"]
+        return [
+            "--tls-ca", "\(directory)/ca.pem", "--tls-cert", "\(directory)/menagerie-operator.pem", "--tls-key",
+            "\(directory)/menagerie-operator.key",
+        ]
     }
 
     /// The certificates of `names` in `directory` made again for `addresses` (`node add`). Each new pair is made apart
@@ -293,7 +351,10 @@ extension Compose {
             guard (try? Files.makeDirectory(scratch)) != nil else { return false }
             defer { Files.remove(scratch) }
             for file in ["ca.pem", "ca.key", "ca.srl"] where Files.exists("\(directory)/\(file)") {
-                guard (try? FileManager.default.copyItem(atPath: "\(directory)/\(file)", toPath: "\(scratch)/\(file)")) != nil else { return false }
+                guard
+                    (try? FileManager.default.copyItem(atPath: "\(directory)/\(file)", toPath: "\(scratch)/\(file)"))
+                        != nil
+                else { return false }
             }
             guard Certificates(directory: scratch, addresses: addresses, unit: unit).issue(name) else { return false }
             if Files.exists("\(scratch)/ca.srl") {

@@ -2,7 +2,7 @@ import Foundation
 import GatewayKit
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where replicas run: this machine (their files in STATE, on loopback) or node N of `compose up --nodes`
@@ -15,7 +15,9 @@ struct Place {
     /// What runs a program there (`ip netns exec NAMESPACE`), nothing on this machine.
     let launcher: [String]
 
-    static func machine(_ compose: Compose) -> Place { Place(node: nil, directory: compose.state, address: "127.0.0.1", launcher: []) }
+    static func machine(_ compose: Compose) -> Place {
+        Place(node: nil, directory: compose.state, address: "127.0.0.1", launcher: [])
+    }
 
     /// " on node N", or nothing on this machine: what compose's messages add.
     var onNode: String { node.map { " on node \($0)" } ?? "" }
@@ -24,7 +26,9 @@ struct Place {
 /// The supervisor of a replica (compose/supervise, in a session of its own) and what compose knows of it: its
 /// supervisor's pid in `DIR/SERVICE.INDEX.supervisor`, its service's in `DIR/SERVICE.INDEX.pid`.
 extension Compose {
-    func supervisorFile(_ service: String, _ index: Int, _ place: Place) -> String { "\(place.directory)/\(service).\(index).supervisor" }
+    func supervisorFile(_ service: String, _ index: Int, _ place: Place) -> String {
+        "\(place.directory)/\(service).\(index).supervisor"
+    }
 
     /// The indexes of `service`'s replicas that have a supervisor file in `directory`.
     func recordedIndexes(_ service: String, in directory: String) -> [Int] {
@@ -55,12 +59,17 @@ extension Compose {
 
     /// Starts replica `index` of `service` at `place` unless it runs; `extra` are arguments beyond its `arg`s (TLS,
     /// the node's address, its cluster).
-    func startReplica(_ service: ServiceSettings, _ index: Int, at place: Place, extra: [String] = []) throws(ComposeFailure) {
+    func startReplica(_ service: ServiceSettings, _ index: Int, at place: Place, extra: [String] = [])
+        throws(ComposeFailure)
+    {
         let file = supervisorFile(service.name, index, place)
         if Self.alive(file, in: place.directory) { return }
         var arguments = service.arguments
         if Files.exists("\(state)/tls/ca.pem") {
-            arguments += ["--tls-cert", "\(state)/tls/\(service.name).pem", "--tls-key", "\(state)/tls/\(service.name).key", "--tls-ca", "\(state)/tls/ca.pem"]
+            arguments += [
+                "--tls-cert", "\(state)/tls/\(service.name).pem", "--tls-key", "\(state)/tls/\(service.name).key",
+                "--tls-ca", "\(state)/tls/ca.pem",
+            ]
         }
         var data = manifest.resolve(service.data)
         if let node = place.node {
@@ -76,10 +85,13 @@ extension Compose {
         // Each replica gets the service's `arg`s and runs in the services file's folder, where relative paths in them start.
         let pid = try Programs.spawnSession(
             place.launcher + [
-                "\(home)/supervise", service.name, String(index), String(port(service, index)), "\(bin)/\(service.name)", data, place.directory,
+                "\(home)/supervise", service.name, String(index), String(port(service, index)),
+                "\(bin)/\(service.name)", data, place.directory,
                 manifest.folder.path,
             ] + arguments,
-            adding: ["MENAGERIE_IDENTITY": "\(state)/identity.sqlite", "MENAGERIE_ADMIN_TOKEN_FILE": "\(state)/admin-token"])
+            adding: [
+                "MENAGERIE_IDENTITY": "\(state)/identity.sqlite", "MENAGERIE_ADMIN_TOKEN_FILE": "\(state)/admin-token",
+            ])
         try Files.write("\(pid)\n", to: file)
         Self.say("started \(service.name).\(index)\(place.onNode) on port \(port(service, index))")
     }
@@ -115,7 +127,10 @@ extension Compose {
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         if lines.last == "" { lines.removeLast() }
         var excerpt: [String] = []
-        let crash = ["Program crashed", "Fatal error", "Assert failed", "Assertion failed", "AddressSanitizer", "terminate called"]
+        let crash = [
+            "Program crashed", "Fatal error", "Assert failed", "Assertion failed", "AddressSanitizer",
+            "terminate called",
+        ]
         if let line = lines.firstIndex(where: { line in crash.contains { line.contains($0) } }) {
             excerpt += lines[max(0, line - 3)...min(lines.count - 1, line + 40)]
             excerpt.append("[…]")
@@ -130,15 +145,20 @@ extension Compose {
         let address = "\(place.address):\(port(service, index))", name = "\(service.name).\(index)"
         let deadline = Date().addingTimeInterval(Double(startTimeout))
         while true {
-            if let pid = Files.read("\(place.directory)/\(name).pid")?.trimmingCharacters(in: .whitespacesAndNewlines), !pid.isEmpty,
-                Programs.run(["\(bin)/gateway", "probe", address, "--pid", pid, "--quiet", "--timeout", "1", "--state", state], quiet: true) == 0
+            if let pid = Files.read("\(place.directory)/\(name).pid")?.trimmingCharacters(in: .whitespacesAndNewlines),
+                !pid.isEmpty,
+                Programs.run(
+                    ["\(bin)/gateway", "probe", address, "--pid", pid, "--quiet", "--timeout", "1", "--state", state],
+                    quiet: true) == 0
             {
                 return true
             }
             if Date() >= deadline {
                 let log = "\(place.directory)/logs/\(name).log"
                 Self.warn(Self.logExcerpt(log))
-                Self.warn("compose: \(name)\(place.onNode) at \(address) did not report SERVING within \(startTimeout)s (log: \(log))\n")
+                Self.warn(
+                    "compose: \(name)\(place.onNode) at \(address) did not report SERVING within \(startTimeout)s (log: \(log))\n"
+                )
                 return false
             }
             usleep(200_000)
@@ -147,17 +167,23 @@ extension Compose {
 
     /// Starts or stops replicas of `service` at `place` until the desired count runs and waits for each to serve;
     /// returns the replicas that did not (`service.index`, `@nodeN` on a node).
-    func converge(_ service: ServiceSettings, at place: Place, extra: (Int) throws(ComposeFailure) -> [String] = { _ in [] }) throws(ComposeFailure)
+    func converge(
+        _ service: ServiceSettings, at place: Place, extra: (Int) throws(ComposeFailure) -> [String] = { _ in [] }
+    ) throws(ComposeFailure)
         -> [String]
     {
         let count = desired(service)
         for index in 0..<count { try startReplica(service, index, at: place, extra: try extra(index)) }
-        let surplus = recordedIndexes(service.name, in: place.directory).filter { $0 >= count }.map { supervisorFile(service.name, $0, place) }
+        let surplus = recordedIndexes(service.name, in: place.directory).filter { $0 >= count }.map {
+            supervisorFile(service.name, $0, place)
+        }
         if !surplus.isEmpty {
             Self.say("stopping \(surplus.count) replica(s) of \(service.name)")
             stopReplicas(surplus)
         }
-        return (0..<count).filter { !waitServing(service, $0, at: place) }.map { "\(service.name).\($0)\(place.node.map { "@node\($0)" } ?? "")" }
+        return (0..<count).filter { !waitServing(service, $0, at: place) }.map {
+            "\(service.name).\($0)\(place.node.map { "@node\($0)" } ?? "")"
+        }
     }
 
     /// STATE/endpoints, where the gateway finds the replicas: each line `SERVICE HOST:PORT [node=N]`, by service.
@@ -169,7 +195,11 @@ extension Compose {
             for node in nodes.numbers {
                 for service in manifest.services {
                     for index in recordedIndexes(service.name, in: "\(state)/nodes/\(node)") {
-                        lines.append((service.name, "\(service.name) \(nodes.address(node)):\(port(service, index)) node=\(node)"))
+                        lines.append(
+                            (
+                                service.name,
+                                "\(service.name) \(nodes.address(node)):\(port(service, index)) node=\(node)"
+                            ))
                     }
                 }
             }
@@ -189,7 +219,8 @@ extension Compose {
         try writeEndpoints(nodes: nodes)
         guard failed.isEmpty else {
             let where_ = logs ?? "\(state)/logs" + (nodes != nil ? ", \(state)/nodes/N/logs" : "")
-            throw ComposeFailure("\(failed.count) replica(s) did not report SERVING: \(failed.joined(separator: " ")) (logs: \(where_))")
+            throw ComposeFailure(
+                "\(failed.count) replica(s) did not report SERVING: \(failed.joined(separator: " ")) (logs: \(where_))")
         }
     }
 
@@ -198,21 +229,28 @@ extension Compose {
     func checkPorts(_ service: ServiceSettings, _ count: Int, clustered: Bool) throws(ComposeFailure) {
         guard count > 0 else { return }
         let first = service.port, last = first + count - 1, offset = Network.clusterPortOffset
-        guard last <= 65535 else { throw ComposeFailure("\(service.name).\(count - 1) would listen on port \(last), above 65535") }
+        guard last <= 65535 else {
+            throw ComposeFailure("\(service.name).\(count - 1) would listen on port \(last), above 65535")
+        }
         if clustered, last + offset > 65535 {
-            throw ComposeFailure("\(service.name).\(count - 1)'s cluster port would be \(last + offset) (its port + \(offset)), above 65535")
+            throw ComposeFailure(
+                "\(service.name).\(count - 1)'s cluster port would be \(last + offset) (its port + \(offset)), above 65535"
+            )
         }
         for other in manifest.services where other.name != service.name {
             let theirs = desired(other)
             guard theirs > 0 else { continue }
             let low = other.port, high = low + theirs - 1
             guard last < low || first > high else {
-                throw ComposeFailure("\(count) replicas of \(service.name) would listen on ports \(first)-\(last), and \(other.name) has \(low)-\(high)")
+                throw ComposeFailure(
+                    "\(count) replicas of \(service.name) would listen on ports \(first)-\(last), and \(other.name) has \(low)-\(high)"
+                )
             }
             // A cluster member on another service's port cannot listen.
             if clustered, !(last + offset < low || first + offset > high) {
                 throw ComposeFailure(
-                    "\(service.name)'s cluster ports would be \(first + offset)-\(last + offset) (its ports + \(offset)), and \(other.name) listens on \(low)-\(high)")
+                    "\(service.name)'s cluster ports would be \(first + offset)-\(last + offset) (its ports + \(offset)), and \(other.name) listens on \(low)-\(high)"
+                )
             }
         }
     }
@@ -227,7 +265,9 @@ extension Compose {
         _ = Programs.run(["\(home)/compose", "install-models"] + models)
         for model in models {
             let variable = Manifest.variable(ofModel: model)
-            if (ProcessInfo.processInfo.environment[variable] ?? "").isEmpty { setenv(variable, "\(cache)/\(model)", 1) }
+            if (ProcessInfo.processInfo.environment[variable] ?? "").isEmpty {
+                setenv(variable, "\(cache)/\(model)", 1)
+            }
         }
     }
 }

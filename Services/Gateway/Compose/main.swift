@@ -39,7 +39,10 @@ composing {
         guard rest.count <= 1 else { throw ComposeFailure("usage: menagerie-compose list [KEY]") }
         let manifest = try Manifest.load()
         for service in manifest.services {
-            guard let key = rest.first else { write(service.name + "\n"); continue }
+            guard let key = rest.first else {
+                write(service.name + "\n")
+                continue
+            }
             let value: String? =
                 switch key {
                 case "proto": service.proto
@@ -48,7 +51,9 @@ composing {
                 case "kubernetes": service.kubernetes.map(manifest.resolve)
                 case "cluster": service.cluster ? "yes" : nil
                 case "port": String(service.port)
-                default: throw ComposeFailure("usage: menagerie-compose list [proto | models | container | kubernetes | cluster | port]")
+                default:
+                    throw ComposeFailure(
+                        "usage: menagerie-compose list [proto | models | container | kubernetes | cluster | port]")
                 }
             if let value { write("\(service.name) \(value)\n") }
         }
@@ -81,6 +86,8 @@ composing {
     case "cluster":
         try Compose.load().cluster(rest)
     default:
-        throw ComposeFailure("usage: menagerie-compose up | down | ps | scale | logs | restart | node | cluster | config | list [KEY] (run through compose/compose)")
+        throw ComposeFailure(
+            "usage: menagerie-compose up | down | ps | scale | logs | restart | node | cluster | config | list [KEY] (run through compose/compose)"
+        )
     }
 }

@@ -31,11 +31,14 @@ public struct Endpoints: Sendable {
     }
 
     /// Resolves endpoints: flags win, then the environment, then the compose state.
-    public init(flags: [String], stateDirectory: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+    public init(
+        flags: [String], stateDirectory: String?, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws {
         let state = stateDirectory ?? environment["MENAGERIE_STATE_DIR"]
         (token, tokenSource) = Self.token(stateDirectory: state, environment: environment) ?? (nil, nil)
         let stateFile = Self.stateFile(explicit: state)
-        let stackServices = stateFile.flatMap { try? String(contentsOf: $0, encoding: .utf8) }.map(Self.parseState) ?? [:]
+        let stackServices =
+            stateFile.flatMap { try? String(contentsOf: $0, encoding: .utf8) }.map(Self.parseState) ?? [:]
         stackAddresses = Set(stackServices.values.joined())
         if !flags.isEmpty {
             for flag in flags { try add(assignment: flag) }
@@ -86,8 +89,10 @@ public struct Endpoints: Sendable {
             if !known.isEmpty, !known.contains(service) {
                 // Not a service of this stack at all (a typo): NOT_FOUND, not a stack that is down.
                 throw RPCError(
-                    .notFound, "no service named \(service): the stack's services are \(known.joined(separator: ", "))"
-                        + (byService.isEmpty ? "" : "; endpoints are known for \(byService.keys.sorted().joined(separator: ", "))"))
+                    .notFound,
+                    "no service named \(service): the stack's services are \(known.joined(separator: ", "))"
+                        + (byService.isEmpty
+                            ? "" : "; endpoints are known for \(byService.keys.sorted().joined(separator: ", "))"))
             }
             throw RPCError(
                 .unavailable,
@@ -100,7 +105,8 @@ public struct Endpoints: Sendable {
         return RPCClient(
             transports: try addresses.map { address in
                 let transport = try TCPClientTransport(endpoint: address, tls: tls)
-                return tls == nil && !mayCarryTokenInPlaintext(address) ? TokenRefusingTransport(transport, reason: plaintextRefusal(address)) : transport
+                return tls == nil && !mayCarryTokenInPlaintext(address)
+                    ? TokenRefusingTransport(transport, reason: plaintextRefusal(address)) : transport
             },
             credentials: carried.map { ["authorization": "Bearer \($0)"] } ?? [:])
     }
@@ -123,8 +129,10 @@ public struct Endpoints: Sendable {
         for name in ["MENAGERIE_TOKEN", "MENAGERIE_ADMIN_TOKEN"] {
             if let value = environment[name], !value.isEmpty { return (value, .variable(name)) }
         }
-        let file = stateDirectory.map { URL(fileURLWithPath: $0).appendingPathComponent("admin-token") }
-            ?? UpwardSearch.find("compose/.state/admin-token", from: [UpwardSearch.workingDirectory, UpwardSearch.executableDirectory])
+        let file =
+            stateDirectory.map { URL(fileURLWithPath: $0).appendingPathComponent("admin-token") }
+            ?? UpwardSearch.find(
+                "compose/.state/admin-token", from: [UpwardSearch.workingDirectory, UpwardSearch.executableDirectory])
         guard let file, let text = try? String(contentsOf: file, encoding: .utf8),
             let token = text.split(whereSeparator: \.isNewline).first.map(String.init)
         else { return nil }
@@ -136,7 +144,8 @@ public struct Endpoints: Sendable {
     public func unauthenticatedHint(service: String) -> String {
         let addresses = byService[service] ?? []
         if tokenSource == .stackState, !addresses.allSatisfy(stackAddresses.contains) {
-            return "the stack's admin token goes only to the stack's own endpoints, and \(addresses.joined(separator: ",")) is none of them: set MENAGERIE_TOKEN to send a token there"
+            return
+                "the stack's admin token goes only to the stack's own endpoints, and \(addresses.joined(separator: ",")) is none of them: set MENAGERIE_TOKEN to send a token there"
         }
         switch tokenSource {
         case .variable(let name): return "the gateway sent $\(name)"
@@ -149,6 +158,7 @@ public struct Endpoints: Sendable {
     /// from the working directory and the gateway executable.
     private static func stateFile(explicit: String?) -> URL? {
         if let explicit { return URL(fileURLWithPath: explicit).appendingPathComponent("endpoints") }
-        return UpwardSearch.find("compose/.state/endpoints", from: [UpwardSearch.workingDirectory, UpwardSearch.executableDirectory])
+        return UpwardSearch.find(
+            "compose/.state/endpoints", from: [UpwardSearch.workingDirectory, UpwardSearch.executableDirectory])
     }
 }

@@ -45,10 +45,13 @@ public enum GatewayExit {
         if exitCode == ExitCode.failure.rawValue { return badValue }
         guard exitCode == ExitCode.validationFailure.rawValue else { return exitCode }
         if message.hasPrefix("The value '") { return badValue }
-        if message.hasPrefix("Unknown option '-"), isNegativeNumber(String(message.dropFirst("Unknown option '".count))) {
+        if message.hasPrefix("Unknown option '-"), isNegativeNumber(String(message.dropFirst("Unknown option '".count)))
+        {
             return badValue
         }
-        if message.hasPrefix("Missing expected argument"), negativeNumberAsArgument(arguments) != nil { return badValue }
+        if message.hasPrefix("Missing expected argument"), negativeNumberAsArgument(arguments) != nil {
+            return badValue
+        }
         return usage
     }
 
@@ -70,9 +73,11 @@ public enum GatewayExit {
     public static func negativeNumbersAsPositionals(_ arguments: [String]) -> [String]? {
         let end = arguments.firstIndex(of: "--") ?? arguments.endIndex
         func isOption(_ token: String) -> Bool { token.hasPrefix("-") && !isNegativeNumber(token) }
-        guard let first = arguments[..<end].indices.first(where: {
-            isNegativeNumber(arguments[$0]) && ($0 == 0 || !isOption(arguments[$0 - 1]))
-        }) else { return nil }
+        guard
+            let first = arguments[..<end].indices.first(where: {
+                isNegativeNumber(arguments[$0]) && ($0 == 0 || !isOption(arguments[$0 - 1]))
+            })
+        else { return nil }
         var options: [String] = [], positionals: [String] = []
         var index = first
         while index < end {
@@ -150,11 +155,14 @@ public enum GatewayExit {
             let failing = subcommand(of: type, in: given)
             var text = type.fullMessage(for: error)
             if !text.contains("Usage:") { text += "\n" + usageLines(type, failing) }
-            if !retried, let negative = negativeNumberAsArgument(given), code == badValue, original != ExitCode.failure.rawValue {
+            if !retried, let negative = negativeNumberAsArgument(given), code == badValue,
+                original != ExitCode.failure.rawValue
+            {
                 text += "\n(\(negative) reads as an option here; a negative number as an argument goes after --)"
             }
-            fail(code: code, connectCode: "invalid_argument",
-                 message: type.message(for: error), text: text, json: json)
+            fail(
+                code: code, connectCode: "invalid_argument",
+                message: type.message(for: error), text: text, json: json)
         }
         do {
             if var asyncCommand = command as? any AsyncParsableCommand {
@@ -164,14 +172,18 @@ public enum GatewayExit {
             }
         } catch let error as InvalidValue {
             let usage = usageLines(type, Swift.type(of: command))
-            fail(code: badValue, connectCode: "invalid_argument", message: error.description,
-                 text: "Error: \(error.description)\n\(usage)", json: json)
+            fail(
+                code: badValue, connectCode: "invalid_argument", message: error.description,
+                text: "Error: \(error.description)\n\(usage)", json: json)
         } catch let error as ValidationError {
             let usage = usageLines(type, Swift.type(of: command))
-            fail(code: Self.usage, connectCode: "invalid_argument", message: error.message,
-                 text: "Error: \(error.message)\n\(usage)", json: json)
+            fail(
+                code: Self.usage, connectCode: "invalid_argument", message: error.message,
+                text: "Error: \(error.message)\n\(usage)", json: json)
         } catch let error as FileError {
-            fail(code: error.exitCode, connectCode: error.connectCode, message: error.description, text: "error: \(error.description)", json: json)
+            fail(
+                code: error.exitCode, connectCode: error.connectCode, message: error.description,
+                text: "error: \(error.description)", json: json)
         } catch let error as RPCError {
             printFailure(error, json: json)
             exit(code(for: error))
@@ -183,7 +195,9 @@ public enum GatewayExit {
 
     /// `Usage: gateway ocr scan …` and where its help is, for a bad value found after parsing.
     static func usageLines(_ root: any ParsableCommand.Type, _ subcommand: any ParsableCommand.Type) -> String {
-        func name(_ command: any ParsableCommand.Type) -> String { command.configuration.commandName ?? command._commandName }
+        func name(_ command: any ParsableCommand.Type) -> String {
+            command.configuration.commandName ?? command._commandName
+        }
         // The names from the root to the subcommand, for the help hint.
         func trail(to node: any ParsableCommand.Type, _ names: [String]) -> [String]? {
             if ObjectIdentifier(node) == ObjectIdentifier(subcommand) { return names }
@@ -191,7 +205,8 @@ public enum GatewayExit {
         }
         let path = trail(to: root, [name(root)]) ?? [name(root)]
         let usage = root.usageString(for: subcommand)
-        return "Usage: \(usage.hasPrefix("Usage: ") ? String(usage.dropFirst(7)) : usage)\n  See '\(path.joined(separator: " ")) --help' for more information."
+        return
+            "Usage: \(usage.hasPrefix("Usage: ") ? String(usage.dropFirst(7)) : usage)\n  See '\(path.joined(separator: " ")) --help' for more information."
     }
 
     /// Prints an error on standard error — as the JSON object under `--json` — and exits with `code`.

@@ -44,7 +44,8 @@ public enum InputFile {
             throw FileError(.missing, path: path, reason: directory ? "no such directory" : "no such file", role: role)
         }
         if isDirectory.boolValue != directory {
-            throw FileError(.unreadable, path: path, reason: directory ? "not a directory" : "is a directory", role: role)
+            throw FileError(
+                .unreadable, path: path, reason: directory ? "not a directory" : "is a directory", role: role)
         }
         guard FileManager.default.isReadableFile(atPath: path) else {
             throw FileError(.unreadable, path: path, reason: "permission denied", role: role)

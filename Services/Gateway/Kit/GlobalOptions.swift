@@ -4,10 +4,14 @@ import RPC
 
 /// Options every gateway command takes: `@OptionGroup var global: GlobalOptions`.
 public struct GlobalOptions: ParsableArguments, Sendable {
-    @Option(name: .customLong("endpoint"), help: "SERVICE=HOST:PORT[,HOST:PORT…] (repeatable; default: $MENAGERIE_ENDPOINTS, else the compose state).")
+    @Option(
+        name: .customLong("endpoint"),
+        help: "SERVICE=HOST:PORT[,HOST:PORT…] (repeatable; default: $MENAGERIE_ENDPOINTS, else the compose state).")
     public var endpoints: [String] = []
 
-    @Option(name: .customLong("state"), help: "The compose state directory (default: $MENAGERIE_STATE_DIR, else compose/.state).")
+    @Option(
+        name: .customLong("state"),
+        help: "The compose state directory (default: $MENAGERIE_STATE_DIR, else compose/.state).")
     public var stateDirectory: String?
 
     @OptionGroup public var tls: ClientTLSOptions
@@ -35,7 +39,8 @@ public struct GlobalOptions: ParsableArguments, Sendable {
     /// instance, closing it afterwards; a failed call prints its status and exits with its code. An UNAUTHENTICATED
     /// answer says where this command takes its token from: `tokenHint`, else the gateway's own (`Endpoints`).
     public func withClient<Client>(
-        for service: String, tokenHint: String? = nil, _ makeClient: (RPCClient) -> Client, _ body: (Client) async throws -> Void
+        for service: String, tokenHint: String? = nil, _ makeClient: (RPCClient) -> Client,
+        _ body: (Client) async throws -> Void
     ) async throws {
         try await reportingFailures(json: json) {
             let endpoints = try resolveEndpoints()
@@ -44,7 +49,9 @@ public struct GlobalOptions: ParsableArguments, Sendable {
             do {
                 try await body(makeClient(client))
             } catch let error as RPCError where error.code == .unauthenticated {
-                throw RPCError(.unauthenticated, "\(error.message) (\(tokenHint ?? endpoints.unauthenticatedHint(service: service)))")
+                throw RPCError(
+                    .unauthenticated,
+                    "\(error.message) (\(tokenHint ?? endpoints.unauthenticatedHint(service: service)))")
             }
         }
     }

@@ -48,7 +48,8 @@ public func followJob(
     var lostAt: ContinuousClock.Instant?
     while true {
         do {
-            for try await job in jobs.watchJob(JobsV1.WatchJobRequest(id: id), options: CallOptions(metadata: metadata)) {
+            for try await job in jobs.watchJob(JobsV1.WatchJobRequest(id: id), options: CallOptions(metadata: metadata))
+            {
                 progress?.show(job)
                 last = job
                 lostAt = nil
@@ -86,8 +87,12 @@ extension JobsV1.Job {
     /// One line for a reader: `zoo.import 3f2a… succeeded`, with the error when it failed.
     public var summary: String {
         var text = "job \(id) (\(kind)) \(state.name)"
-        if state.isActive { text += String(format: " %.0f%%", progress * 100) + (message.isEmpty ? "" : ": \(message)") }
-        if let error, !state.isActive, state != .succeeded { text += ": \(StatusCode(rawValue: error.code).name): \(error.message)" }
+        if state.isActive {
+            text += String(format: " %.0f%%", progress * 100) + (message.isEmpty ? "" : ": \(message)")
+        }
+        if let error, !state.isActive, state != .succeeded {
+            text += ": \(StatusCode(rawValue: error.code).name): \(error.message)"
+        }
         return text
     }
 }
@@ -110,7 +115,9 @@ extension JobsV1.JobState {
 
     /// Parses a name as `name` spells it.
     public init?(name: String) {
-        guard let state = Self.allCases.first(where: { $0.name == name.lowercased() && $0 != .unspecified }) else { return nil }
+        guard let state = Self.allCases.first(where: { $0.name == name.lowercased() && $0 != .unspecified }) else {
+            return nil
+        }
         self = state
     }
 }
@@ -131,8 +138,11 @@ public struct JobsCommands<Service: JobsCommandService>: AsyncParsableCommand {
     public static var configuration: CommandConfiguration {
         CommandConfiguration(
             commandName: "jobs",
-            abstract: "The \(Service.serviceName) service's jobs (imports and other long work): list, show, watch, cancel.",
-            subcommands: [JobsList<Service>.self, JobsShow<Service>.self, JobsWatch<Service>.self, JobsCancel<Service>.self])
+            abstract:
+                "The \(Service.serviceName) service's jobs (imports and other long work): list, show, watch, cancel.",
+            subcommands: [
+                JobsList<Service>.self, JobsShow<Service>.self, JobsWatch<Service>.self, JobsCancel<Service>.self,
+            ])
     }
 
     public init() {}
@@ -171,7 +181,8 @@ public struct JobsList<Service: JobsCommandService>: AsyncParsableCommand {
         try await global.withJobs(of: Service.serviceName) { jobs in
             let reply = try await jobs.listJobs(
                 JobsV1.ListJobsRequest(
-                    states: states.compactMap { JobsV1.JobState(name: $0.rawValue) }, kind: kind ?? "", pageSize: pageSize,
+                    states: states.compactMap { JobsV1.JobState(name: $0.rawValue) }, kind: kind ?? "",
+                    pageSize: pageSize,
                     pageToken: pageToken ?? ""),
                 options: global.callOptions)
             try global.render(reply, text: { print(Self.text(reply)) })
@@ -182,7 +193,10 @@ public struct JobsList<Service: JobsCommandService>: AsyncParsableCommand {
         guard !reply.jobs.isEmpty else { return "no jobs" }
         let rows = reply.jobs.map { job -> [String] in
             let detail = job.error.map { "\(StatusCode(rawValue: $0.code).name): \($0.message)" } ?? job.message
-            return [job.id, job.kind, job.state.name, String(format: "%.0f%%", job.progress * 100), isoDate(job.createdAt), detail]
+            return [
+                job.id, job.kind, job.state.name, String(format: "%.0f%%", job.progress * 100), isoDate(job.createdAt),
+                detail,
+            ]
         }
         var text = formatTable(["ID", "KIND", "STATE", "DONE", "CREATED", "MESSAGE"], rows)
         if !reply.nextPageToken.isEmpty { text += "\nmore: --page-token \(reply.nextPageToken)" }
@@ -192,7 +206,9 @@ public struct JobsList<Service: JobsCommandService>: AsyncParsableCommand {
 
 /// `gateway <service> jobs show ID`.
 public struct JobsShow<Service: JobsCommandService>: AsyncParsableCommand {
-    public static var configuration: CommandConfiguration { CommandConfiguration(commandName: "show", abstract: "One job.") }
+    public static var configuration: CommandConfiguration {
+        CommandConfiguration(commandName: "show", abstract: "One job.")
+    }
 
     @Argument(help: "The job's id.") var id: String
     @OptionGroup var global: GlobalOptions

@@ -29,8 +29,10 @@ public struct ServiceSettings: Sendable, Equatable {
     public var kubernetes: String?
 
     public init(
-        name: String, port: Int, replicas: Int = 1, data: String? = nil, arguments: [String] = [], nodes: [Int] = [], proto: String? = nil,
-        models: [String] = [], cluster: Bool = false, blobs: Bool = false, container: String? = nil, kubernetes: String? = nil
+        name: String, port: Int, replicas: Int = 1, data: String? = nil, arguments: [String] = [], nodes: [Int] = [],
+        proto: String? = nil,
+        models: [String] = [], cluster: Bool = false, blobs: Bool = false, container: String? = nil,
+        kubernetes: String? = nil
     ) {
         self.name = name
         self.port = port
@@ -71,7 +73,9 @@ public struct ServicesFileError: Error, Equatable, CustomStringConvertible {
 /// lines; a key it does not know is an error, so a key is added here (and to the file's header) only.
 public enum ServiceList {
     /// The keys a section may set; `arg` may repeat.
-    public static let keys = ["port", "replicas", "data", "nodes", "arg", "proto", "models", "cluster", "blobs", "container", "kubernetes"]
+    public static let keys = [
+        "port", "replicas", "data", "nodes", "arg", "proto", "models", "cluster", "blobs", "container", "kubernetes",
+    ]
     /// The models compose knows how to install (`compose/compose NAME` installs one), which `models` may name.
     public static let installers = ["feature-print", "ppocr", "sevenseg"]
     /// The highest node number `nodes` may name (and `compose up --nodes` start): node N's address is on a /24.
@@ -79,31 +83,40 @@ public enum ServiceList {
 
     /// The services file's path, or nil when none is found.
     public static func file(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL? {
-        if let explicit = environment["MENAGERIE_COMPOSE_CONFIG"], !explicit.isEmpty { return URL(fileURLWithPath: explicit) }
+        if let explicit = environment["MENAGERIE_COMPOSE_CONFIG"], !explicit.isEmpty {
+            return URL(fileURLWithPath: explicit)
+        }
         return UpwardSearch.find("compose/services.conf")
     }
 
     /// The services named in the services file, in its order; empty when there is no file or compose would
     /// refuse it (compose says why).
     public static func names(environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
-        guard let file = file(environment: environment), let text = try? String(contentsOf: file, encoding: .utf8) else { return [] }
+        guard let file = file(environment: environment), let text = try? String(contentsOf: file, encoding: .utf8)
+        else { return [] }
         return ((try? parse(text, file: file.path)) ?? []).map(\.name)
     }
 
     /// Reads a services file; `file` names it in errors.
-    public static func parse(_ text: String, file: String = "services.conf") throws(ServicesFileError) -> [ServiceSettings] {
+    public static func parse(_ text: String, file: String = "services.conf") throws(ServicesFileError)
+        -> [ServiceSettings]
+    {
         var services: [ServiceSettings] = []
         var sectionLines: [String: Int] = [:]
         var seenKeys: Set<String> = []
         var current: (line: Int, port: Int?, settings: ServiceSettings)?
 
-        func fail(_ line: Int, _ message: String) -> ServicesFileError { ServicesFileError(file: file, line: line, message: message) }
+        func fail(_ line: Int, _ message: String) -> ServicesFileError {
+            ServicesFileError(file: file, line: line, message: message)
+        }
         func close() throws(ServicesFileError) {
             guard var section = current else { return }
             let name = section.settings.name
             guard let port = section.port else { throw fail(section.line, "[\(name)] sets no port") }
             if section.settings.blobs, !section.settings.cluster {
-                throw fail(section.line, "[\(name)] keeps its blobs on its nodes (blobs = yes) and has no cluster (cluster = yes)")
+                throw fail(
+                    section.line,
+                    "[\(name)] keeps its blobs on its nodes (blobs = yes) and has no cluster (cluster = yes)")
             }
             section.settings.port = port
             services.append(section.settings)
@@ -115,7 +128,9 @@ public enum ServiceList {
 
         // Lines as bash's `read` sees them: split at \n only, a trailing \r dropped.
         // (By bytes: "\r\n" is one Character, which a split at "\n" would not split.)
-        for (offset, raw) in text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
+        for (offset, raw) in text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+            .enumerated()
+        {
             let number = offset + 1
             var line = Substring(String(decoding: raw, as: UTF8.self))
             if line.hasSuffix("\r") { line = line.dropLast() }
@@ -123,10 +138,14 @@ public enum ServiceList {
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
             if trimmed.hasPrefix("["), trimmed.hasSuffix("]") {
                 let name = String(trimmed.dropFirst().dropLast())
-                guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }) else {
+                guard !name.isEmpty,
+                    name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") })
+                else {
                     throw fail(number, "'[\(name)]' is not a service name (letters, digits, _ and -)")
                 }
-                if let first = sectionLines[name] { throw fail(number, "[\(name)] appears twice (first on line \(first))") }
+                if let first = sectionLines[name] {
+                    throw fail(number, "[\(name)] appears twice (first on line \(first))")
+                }
                 try close()
                 sectionLines[name] = number
                 seenKeys = []
@@ -136,7 +155,10 @@ public enum ServiceList {
             guard let equals = trimmed.firstIndex(of: "=") else {
                 let fields = trimmed.split(whereSeparator: { $0 == " " || $0 == "\t" })
                 if fields.count == 4 {
-                    throw fail(number, "'\(trimmed)' is the old one-line format; write it as [\(fields[0])] with port = \(fields[1]), replicas = \(fields[2]), data = \(fields[3]) on lines of their own")
+                    throw fail(
+                        number,
+                        "'\(trimmed)' is the old one-line format; write it as [\(fields[0])] with port = \(fields[1]), replicas = \(fields[2]), data = \(fields[3]) on lines of their own"
+                    )
                 }
                 throw fail(number, "expected [SERVICE] or KEY = VALUE, got '\(trimmed)'")
             }
@@ -146,10 +168,14 @@ public enum ServiceList {
             guard keys.contains(key) else {
                 throw fail(number, "unknown key '\(key)' in [\(section)] (known: \(keys.joined(separator: ", ")))")
             }
-            if key != "arg", !seenKeys.insert(key).inserted { throw fail(number, "\(key) is set twice in [\(section)]") }
+            if key != "arg", !seenKeys.insert(key).inserted {
+                throw fail(number, "\(key) is set twice in [\(section)]")
+            }
             switch key {
             case "port":
-                guard value.count <= 5, value.allSatisfy(\.isASCIIDigit), let port = Int(value), (1...65535).contains(port) else {
+                guard value.count <= 5, value.allSatisfy(\.isASCIIDigit), let port = Int(value),
+                    (1...65535).contains(port)
+                else {
                     throw fail(number, "port must be a number 1-65535 (got '\(value)')")
                 }
                 current!.port = port
@@ -164,25 +190,46 @@ public enum ServiceList {
             case "nodes":
                 guard !value.isEmpty else { throw fail(number, "nodes needs a list of node numbers (nodes = 1,2)") }
                 for item in value.split(separator: ",", omittingEmptySubsequences: false).map({ trim($0) }) {
-                    guard (1...2).contains(item.count), item.allSatisfy(\.isASCIIDigit), let node = Int(item), (1...maxNode).contains(node) else {
-                        throw fail(number, "nodes must be node numbers 1-\(maxNode) separated by commas (got '\(value)')")
+                    guard (1...2).contains(item.count), item.allSatisfy(\.isASCIIDigit), let node = Int(item),
+                        (1...maxNode).contains(node)
+                    else {
+                        throw fail(
+                            number, "nodes must be node numbers 1-\(maxNode) separated by commas (got '\(value)')")
                     }
-                    guard !current!.settings.nodes.contains(node) else { throw fail(number, "node \(node) is listed twice in [\(section)]'s nodes") }
+                    guard !current!.settings.nodes.contains(node) else {
+                        throw fail(number, "node \(node) is listed twice in [\(section)]'s nodes")
+                    }
                     current!.settings.nodes.append(node)
                 }
             case "proto":
                 let parts = value.split(separator: ".", omittingEmptySubsequences: false)
-                guard !value.isEmpty, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") } }) else {
-                    throw fail(number, "proto must be a protobuf package, words joined by dots (proto = menagerie.zoo.v1; got '\(value)')")
+                guard !value.isEmpty,
+                    parts.allSatisfy({
+                        !$0.isEmpty && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }
+                    })
+                else {
+                    throw fail(
+                        number,
+                        "proto must be a protobuf package, words joined by dots (proto = menagerie.zoo.v1; got '\(value)')"
+                    )
                 }
                 current!.settings.proto = value
             case "models":
-                guard !value.isEmpty else { throw fail(number, "models needs the names of what compose installs (models = \(installers.joined(separator: " ")))") }
+                guard !value.isEmpty else {
+                    throw fail(
+                        number,
+                        "models needs the names of what compose installs (models = \(installers.joined(separator: " ")))"
+                    )
+                }
                 for model in value.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init) {
                     guard installers.contains(model) else {
-                        throw fail(number, "unknown model '\(model)' in [\(section)] (known: \(installers.joined(separator: ", ")))")
+                        throw fail(
+                            number,
+                            "unknown model '\(model)' in [\(section)] (known: \(installers.joined(separator: ", ")))")
                     }
-                    guard !current!.settings.models.contains(model) else { throw fail(number, "model \(model) is listed twice in [\(section)]'s models") }
+                    guard !current!.settings.models.contains(model) else {
+                        throw fail(number, "model \(model) is listed twice in [\(section)]'s models")
+                    }
                     current!.settings.models.append(model)
                 }
             case "cluster":
@@ -191,7 +238,11 @@ public enum ServiceList {
                 current!.settings.blobs = try yesOrNo(key, value, number)
             case "container", "kubernetes":
                 guard !value.isEmpty else { throw fail(number, "\(key) needs a file (relative to this file's folder)") }
-                if key == "container" { current!.settings.container = value } else { current!.settings.kubernetes = value }
+                if key == "container" {
+                    current!.settings.container = value
+                } else {
+                    current!.settings.kubernetes = value
+                }
             default:
                 guard !value.isEmpty else { throw fail(number, "arg needs a value (one command-line argument)") }
                 current!.settings.arguments.append(value)
@@ -208,7 +259,9 @@ public enum ServiceList {
     }
 
     private static func lines(of service: ServiceSettings) -> [String] {
-        var lines = ["[\(service.name)]", "port = \(service.port)", "replicas = \(service.replicas)", "data = \(service.data)"]
+        var lines = [
+            "[\(service.name)]", "port = \(service.port)", "replicas = \(service.replicas)", "data = \(service.data)",
+        ]
         if !service.nodes.isEmpty { lines.append("nodes = " + service.nodes.map(String.init).joined(separator: ",")) }
         if let proto = service.proto { lines.append("proto = \(proto)") }
         if !service.models.isEmpty { lines.append("models = " + service.models.joined(separator: " ")) }
@@ -221,7 +274,9 @@ public enum ServiceList {
 
     /// Spaces and tabs off both ends, as compose trims them.
     private static func trim<Text: StringProtocol>(_ text: Text) -> String {
-        String(text.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
+        String(
+            text.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed()
+        )
     }
 }
 

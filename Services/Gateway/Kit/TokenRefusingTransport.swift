@@ -21,11 +21,11 @@ struct TokenRefusingTransport: ClientTransport {
     }
 
     func stream(_ head: CallHead, request: [UInt8]?) -> any ClientCall {
-        carriesToken(head) ? RefusedCall(error: RPCError(.failedPrecondition, reason)) : wrapped.stream(head, request: request)
+        carriesToken(head)
+            ? RefusedCall(error: RPCError(.failedPrecondition, reason)) : wrapped.stream(head, request: request)
     }
 
     func close() { wrapped.close() }
 
     private func carriesToken(_ head: CallHead) -> Bool { head.metadata["authorization"] != nil }
 }
-

@@ -1,10 +1,10 @@
 import ArgumentParser
 import Base
 import Foundation
-import Identity
 import HealthAPI
 import HealthCore
 import HealthService
+import Identity
 import ServiceKit
 
 /// The health service executable: users' health samples, statistics and sync, in one SQLite file that
@@ -14,11 +14,16 @@ struct HealthCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "health",
         abstract: "Menagerie's health service: per-user health samples, statistics, and sync with devices.",
-        discussion: "Data lives in an SQLite file (--database, default DATA_DIR/health.sqlite) that replicas on one machine may share, or, with --cluster, in a dqlite cluster that the replicas' nodes form across machines.")
+        discussion:
+            "Data lives in an SQLite file (--database, default DATA_DIR/health.sqlite) that replicas on one machine may share, or, with --cluster, in a dqlite cluster that the replicas' nodes form across machines."
+    )
 
     @OptionGroup var options: ServiceOptions
 
-    @Flag(help: "Let anyone sign up (CreateUser without a token), at most 10 users per source network before a back-off; by default signing up needs an admin token, as the gateway's `health user create` sends.")
+    @Flag(
+        help:
+            "Let anyone sign up (CreateUser without a token), at most 10 users per source network before a back-off; by default signing up needs an admin token, as the gateway's `health user create` sends."
+    )
     var openSignup = false
 
     /// Exits 0 after a graceful stop, 1 when the service could not start.
@@ -32,8 +37,13 @@ struct HealthCommand: AsyncParsableCommand {
                 // Samples are their user's; signing up needs an admin (health.proto) unless the operator opens it.
                 let signupLimit = openSignup ? HealthService.openSignupLimit(logger: environment.logger) : nil
                 return AppServices(
-                    rpc: [HealthService(store: store, lane: environment.lane, identity: environment.identity, signupLimit: signupLimit)],
-                    access: openSignup ? AccessRules(overriding: [HealthV1.Health.createUser.path: .public]) : .declared)
+                    rpc: [
+                        HealthService(
+                            store: store, lane: environment.lane, identity: environment.identity,
+                            signupLimit: signupLimit)
+                    ],
+                    access: openSignup ? AccessRules(overriding: [HealthV1.Health.createUser.path: .public]) : .declared
+                )
             }
         } catch {
             throw ExitCode.failure

@@ -10,7 +10,9 @@ import Schema
 /// Conversions between the health service's messages and domain values, shared by the handlers and the gateway.
 public enum HealthProto {
     public static func uuid(_ text: String, _ what: String) throws(HealthError) -> UUID {
-        guard let uuid = UUID(uuidString: text) else { throw HealthError(.invalidArgument, "\(what): \"\(text)\" is not a UUID") }
+        guard let uuid = UUID(uuidString: text) else {
+            throw HealthError(.invalidArgument, "\(what): \"\(text)\" is not a UUID")
+        }
         return uuid
     }
 
@@ -37,24 +39,28 @@ public enum HealthProto {
         let target = sample.type.kind == .category ? sample.type.canonicalUnit : (unit ?? sample.type.canonicalUnit)
         return HealthV1.Sample(
             uuid: sample.uuid.uuidString.lowercased(), type: sample.type.rawValue, value: try sample.value(in: target),
-            unit: target.symbol, startMs: sample.start, endMs: sample.end, source: sample.source, timeZone: sample.timeZone,
+            unit: target.symbol, startMs: sample.start, endMs: sample.end, source: sample.source,
+            timeZone: sample.timeZone,
             metadata: sample.metadata.map { HealthV1.MetadataEntry(key: $0.key, value: $0.value) })
     }
 
     public static func deletion(_ message: HealthV1.Deletion) throws(HealthError) -> Deletion {
         Deletion(
-            uuid: try uuid(message.uuid, "deletion"), type: try message.type.map { name throws(HealthError) in try HealthType.parse(name) },
+            uuid: try uuid(message.uuid, "deletion"),
+            type: try message.type.map { name throws(HealthError) in try HealthType.parse(name) },
             start: message.startMs, end: message.endMs)
     }
 
     public static func message(_ deletion: Deletion) -> HealthV1.Deletion {
         HealthV1.Deletion(
-            uuid: deletion.uuid.uuidString.lowercased(), type: deletion.type?.rawValue, startMs: deletion.start, endMs: deletion.end)
+            uuid: deletion.uuid.uuidString.lowercased(), type: deletion.type?.rawValue, startMs: deletion.start,
+            endMs: deletion.end)
     }
 
     public static func summary(_ result: WriteResult) throws(HealthError) -> HealthV1.WriteSummary {
         HealthV1.WriteSummary(
-            added: Int64(result.added), duplicates: Int64(result.duplicates), alreadyDeleted: Int64(result.alreadyDeleted),
+            added: Int64(result.added), duplicates: Int64(result.duplicates),
+            alreadyDeleted: Int64(result.alreadyDeleted),
             deleted: Int64(result.deleted), duplicateDeletions: Int64(result.duplicateDeletions),
             conflicts: try result.conflicts.map { conflict throws(HealthError) in
                 HealthV1.Conflict(stored: try message(conflict.stored), rejected: try message(conflict.rejected))

@@ -31,7 +31,8 @@ public struct RPCHealthRemote: HealthRemote {
     }
 
     public func pushedAnchor(device: String, scope: String) async throws -> Int64 {
-        try await client.getPushCursor(HealthV1.GetPushCursorRequest(deviceID: device, scope: scope), options: options).anchor
+        try await client.getPushCursor(HealthV1.GetPushCursorRequest(deviceID: device, scope: scope), options: options)
+            .anchor
     }
 
     /// One client-streaming call; each batch is encoded as the device's writer reaches it, and `send`
@@ -47,8 +48,11 @@ public struct RPCHealthRemote: HealthRemote {
                         try await writer.send(
                             HealthV1.PushRequest(
                                 deviceID: device, scope: scope,
-                                samples: try batch.changes.samples.map { sample throws(HealthError) in try HealthProto.message(sample) },
-                                deletions: batch.changes.deletions.map(HealthProto.message), throughAnchor: batch.through))
+                                samples: try batch.changes.samples.map { sample throws(HealthError) in
+                                    try HealthProto.message(sample)
+                                },
+                                deletions: batch.changes.deletions.map(HealthProto.message),
+                                throughAnchor: batch.through))
                         moved()
                     })
             }
@@ -68,8 +72,12 @@ public struct RPCHealthRemote: HealthRemote {
             for try await page in client.pull(request, options: options) {
                 moved()
                 let changes = ChangeSet(
-                    samples: try page.samples.enumerated().map { index, sample throws(HealthError) in try HealthProto.sample(sample, index: index) },
-                    deletions: try page.deletions.map { deletion throws(HealthError) in try HealthProto.deletion(deletion) })
+                    samples: try page.samples.enumerated().map { index, sample throws(HealthError) in
+                        try HealthProto.sample(sample, index: index)
+                    },
+                    deletions: try page.deletions.map { deletion throws(HealthError) in
+                        try HealthProto.deletion(deletion)
+                    })
                 guard page.anchor > since || !changes.isEmpty else { continue }
                 try await receive(ChangeBatch(changes: changes, anchor: page.anchor, hasMore: page.hasMore))
                 moved()
@@ -81,7 +89,8 @@ public struct RPCHealthRemote: HealthRemote {
 /// Runs a stream call `body`, which calls `moved` whenever a batch goes out or comes in; fails it with
 /// DEADLINE_EXCEEDED (cancelling the call) once nothing moved for `limit`. nil: no limit.
 func withStallLimit<T: Sendable>(
-    _ limit: Duration?, what: String, _ body: @escaping @Sendable (_ moved: @escaping @Sendable () -> Void) async throws -> T
+    _ limit: Duration?, what: String,
+    _ body: @escaping @Sendable (_ moved: @escaping @Sendable () -> Void) async throws -> T
 ) async throws -> T {
     guard let limit else { return try await body({}) }
     let last = LastMove()

@@ -23,7 +23,8 @@ public struct HealthCommands: AsyncParsableCommand {
             show twice is the first (as java.time resolves them), each with a warning on standard error.
             """,
         subcommands: [
-            HealthUser.self, HealthToken.self, HealthAccount.self, HealthLogin.self, HealthAdd.self, HealthList.self, HealthShow.self, HealthStats.self, HealthDelete.self,
+            HealthUser.self, HealthToken.self, HealthAccount.self, HealthLogin.self, HealthAdd.self, HealthList.self,
+            HealthShow.self, HealthStats.self, HealthDelete.self,
             HealthSyncCommand.self, HealthImport.self, HealthExport.self,
         ])
 
@@ -39,7 +40,9 @@ struct HealthOptions: ParsableArguments {
     @Option(help: "The user's token (default: $MENAGERIE_HEALTH_TOKEN, else the one `gateway health login` saved).")
     var token: String?
 
-    @Option(help: "The device's local store (default: $XDG_DATA_HOME/menagerie/health/device.sqlite).", completion: .file(extensions: ["sqlite"]))
+    @Option(
+        help: "The device's local store (default: $XDG_DATA_HOME/menagerie/health/device.sqlite).",
+        completion: .file(extensions: ["sqlite"]))
     var store: String?
 
     @Option(help: "IANA time zone for dates without an offset and for statistics (default: this machine's).")
@@ -47,7 +50,8 @@ struct HealthOptions: ParsableArguments {
 
     static var dataDirectory: URL {
         let environment = ProcessInfo.processInfo.environment
-        let base = environment["XDG_DATA_HOME"].map { URL(fileURLWithPath: $0) }
+        let base =
+            environment["XDG_DATA_HOME"].map { URL(fileURLWithPath: $0) }
             ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share")
         return base.appendingPathComponent("menagerie/health")
     }
@@ -58,27 +62,33 @@ struct HealthOptions: ParsableArguments {
     /// back to `$MENAGERIE_HEALTH_TOKEN` or the saved login, so a call went out as whoever logged in last.
     func validate() throws {
         if let token, token.isEmpty {
-            throw ValidationError("--token is empty: give the token, or leave --token out for $MENAGERIE_HEALTH_TOKEN or the saved login")
+            throw ValidationError(
+                "--token is empty: give the token, or leave --token out for $MENAGERIE_HEALTH_TOKEN or the saved login")
         }
     }
 
     /// Where health's commands take their token from, for an UNAUTHENTICATED answer: not the gateway's MENAGERIE_TOKEN.
-    static let tokenHint = "health's commands send --token, else $MENAGERIE_HEALTH_TOKEN, else the token `gateway health login` saved"
+    static let tokenHint =
+        "health's commands send --token, else $MENAGERIE_HEALTH_TOKEN, else the token `gateway health login` saved"
 
     func resolvedToken() throws -> String {
         if let token, !token.isEmpty { return token }
         if let token = ProcessInfo.processInfo.environment["MENAGERIE_HEALTH_TOKEN"], !token.isEmpty { return token }
-        if let saved = try? String(contentsOf: Self.tokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
+        if let saved = try? String(contentsOf: Self.tokenFile, encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines),
             !saved.isEmpty
         {
             return saved
         }
-        throw RPCError(.unauthenticated, "no token: pass --token, set MENAGERIE_HEALTH_TOKEN, or run `gateway health login TOKEN`")
+        throw RPCError(
+            .unauthenticated, "no token: pass --token, set MENAGERIE_HEALTH_TOKEN, or run `gateway health login TOKEN`")
     }
 
     func timeZone() throws -> TimeZone {
         guard let tz else { return TimeZone.current }
-        guard let zone = TimeZone(identifier: tz) else { throw RPCError(.invalidArgument, "unknown time zone \"\(tz)\"") }
+        guard let zone = TimeZone(identifier: tz) else {
+            throw RPCError(.invalidArgument, "unknown time zone \"\(tz)\"")
+        }
         return zone
     }
 
@@ -90,7 +100,8 @@ struct HealthOptions: ParsableArguments {
 
     /// The store without --store: the one `login` chose for its user, else the first.
     static var defaultStorePath: String {
-        if let chosen = try? String(contentsOf: storeChoiceFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
+        if let chosen = try? String(contentsOf: storeChoiceFile, encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines),
             !chosen.isEmpty
         {
             return chosen
@@ -114,7 +125,9 @@ struct HealthOptions: ParsableArguments {
     /// device's own holder, offline).
     func openOwnedStore(_ global: GlobalOptions) async throws -> DeviceStore {
         let device = try openStore()
-        guard let owner = try device.owner(), let token = try? resolvedToken(), !(try device.isOwnerToken(token)) else { return device }
+        guard let owner = try device.owner(), let token = try? resolvedToken(), !(try device.isOwnerToken(token)) else {
+            return device
+        }
         let account = try await Self.account(global, token: token)
         guard owner.isSameUser(as: account) else { throw Self.notYourStore(storePath, owner: owner, account: account) }
         try device.claim(for: account, token: token)
@@ -136,7 +149,8 @@ struct HealthOptions: ParsableArguments {
         RPCError(
             .permissionDenied,
             "the device store \(path) belongs to \(owner.name); \(account.name)'s token cannot use it. "
-                + "Start another store for \(account.name) with --store PATH (or `gateway health login` as \(account.name))")
+                + "Start another store for \(account.name) with --store PATH (or `gateway health login` as \(account.name))"
+        )
     }
 
     func callOptions(_ global: GlobalOptions) throws -> CallOptions {
@@ -165,7 +179,8 @@ extension GlobalOptions {
     /// Runs `body` with a typed client of the health service; failures print their status and exit with its code.
     /// The device store's errors (a sync writes to it between calls) exit with their status too.
     func withHealth(_ body: (HealthV1.Health.Client) async throws -> Void) async throws {
-        try await withClient(for: "health", tokenHint: HealthOptions.tokenHint, HealthV1.Health.Client.init(wrapping:)) { client in
+        try await withClient(for: "health", tokenHint: HealthOptions.tokenHint, HealthV1.Health.Client.init(wrapping:))
+        { client in
             try await asStatus { try await body(client) }
         }
     }
@@ -189,7 +204,9 @@ func asStatus(_ body: () async throws -> Void) async throws {
 
 enum HealthFormat {
     static func time(_ ms: Int64, zone: String?) -> String {
-        let offset = zone.flatMap(TimeZoneName.timeZone)?.secondsFromGMT(for: Date(timeIntervalSince1970: Double(ms) / 1000)) ?? 0
+        let offset =
+            zone.flatMap(TimeZoneName.timeZone)?.secondsFromGMT(for: Date(timeIntervalSince1970: Double(ms) / 1000))
+            ?? 0
         return Timestamps.format(ms, offset: offset)
     }
 
@@ -198,8 +215,10 @@ enum HealthFormat {
     }
 
     static func sampleRow(_ sample: HealthV1.Sample) -> [String] {
-        [sample.uuid, sample.type, number(sample.value), sample.unit, time(sample.startMs, zone: sample.timeZone),
-         time(sample.endMs, zone: sample.timeZone), sample.source]
+        [
+            sample.uuid, sample.type, number(sample.value), sample.unit, time(sample.startMs, zone: sample.timeZone),
+            time(sample.endMs, zone: sample.timeZone), sample.source,
+        ]
     }
 
     static func summaryLine(_ summary: HealthV1.WriteSummary) -> String {

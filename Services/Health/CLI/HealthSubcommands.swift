@@ -30,10 +30,12 @@ struct HealthUser: AsyncParsableCommand {
 /// `gateway health token issue|revoke`: a further token for another device, and revoking one.
 struct HealthToken: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "token", abstract: "Issue or revoke tokens of the user the token belongs to.", subcommands: [Issue.self, Revoke.self])
+        commandName: "token", abstract: "Issue or revoke tokens of the user the token belongs to.",
+        subcommands: [Issue.self, Revoke.self])
 
     struct Issue: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "issue", abstract: "Print a further token (for another device).")
+        static let configuration = CommandConfiguration(
+            commandName: "issue", abstract: "Print a further token (for another device).")
         @OptionGroup var global: GlobalOptions
         @OptionGroup var health: HealthOptions
 
@@ -55,7 +57,8 @@ struct HealthToken: AsyncParsableCommand {
 
         func run() async throws {
             try await global.withHealth { client in
-                let reply = try await client.revokeToken(.init(token: revoked ?? ""), options: try health.callOptions(global))
+                let reply = try await client.revokeToken(
+                    .init(token: revoked ?? ""), options: try health.callOptions(global))
                 try global.render(reply, text: { print("revoked") })
             }
         }
@@ -64,7 +67,8 @@ struct HealthToken: AsyncParsableCommand {
 
 /// `gateway health account`: whose token it is, the change-log anchor and the sample count on the server.
 struct HealthAccount: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "account", abstract: "Show the token's user, anchor and sample count.")
+    static let configuration = CommandConfiguration(
+        commandName: "account", abstract: "Show the token's user, anchor and sample count.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var health: HealthOptions
 
@@ -81,7 +85,8 @@ struct HealthAccount: AsyncParsableCommand {
 /// `gateway health login TOKEN`: checks the token and remembers it for later commands.
 struct HealthLogin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "login", abstract: "Check a token and remember it.", discussion: "--json prints the token's GetAccountResponse.")
+        commandName: "login", abstract: "Check a token and remember it.",
+        discussion: "--json prints the token's GetAccountResponse.")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The token `user create` printed.") var token: String
 
@@ -106,19 +111,24 @@ struct HealthLogin: AsyncParsableCommand {
     /// a login that seems to work until the next command asks for a token again.
     static func save(token: String, to file: URL) throws {
         do {
-            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
         } catch {
-            throw FileError(.notWritable, path: file.deletingLastPathComponent().path, reason: error.localizedDescription, role: "the login's folder")
+            throw FileError(
+                .notWritable, path: file.deletingLastPathComponent().path, reason: error.localizedDescription,
+                role: "the login's folder")
         }
         let descriptor = open(file.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            throw FileError(.notWritable, path: file.path, reason: String(cString: strerror(errno)), role: "the login token file")
+            throw FileError(
+                .notWritable, path: file.path, reason: String(cString: strerror(errno)), role: "the login token file")
         }
         defer { close(descriptor) }
         let bytes = Array((token + "\n").utf8)
         let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
         guard written == bytes.count, fchmod(descriptor, 0o600) == 0 else {
-            throw FileError(.notWritable, path: file.path, reason: String(cString: strerror(errno)), role: "the login token file")
+            throw FileError(
+                .notWritable, path: file.path, reason: String(cString: strerror(errno)), role: "the login token file")
         }
     }
 
@@ -133,17 +143,25 @@ struct HealthLogin: AsyncParsableCommand {
         let current = HealthOptions.defaultStorePath
         let currentOwner = try owner(current)
         if let currentOwner, currentOwner.isSameUser(as: account) { return }
-        let safe = String(account.name.unicodeScalars.map { CharacterSet.alphanumerics.contains($0) && $0.isASCII ? Character($0) : "_" })
+        let safe = String(
+            account.name.unicodeScalars.map {
+                CharacterSet.alphanumerics.contains($0) && $0.isASCII ? Character($0) : "_"
+            })
         let directory = HealthOptions.dataDirectory.path
-        let candidates = [HealthOptions.firstStorePath, "\(directory)/device-\(safe).sqlite", "\(directory)/device-\(safe)-\(account.id).sqlite"]
+        let candidates = [
+            HealthOptions.firstStorePath, "\(directory)/device-\(safe).sqlite",
+            "\(directory)/device-\(safe)-\(account.id).sqlite",
+        ]
         let owners = try candidates.map { (path: $0, owner: try owner($0)) }
         let chosen =
             owners.first { $0.owner?.isSameUser(as: account) == true }?.path
             ?? (currentOwner == nil ? current : nil)
             ?? owners.first { $0.owner == nil }?.path ?? candidates[2]
         if let currentOwner {
-            FileHandle.standardError.write(Data(
-                "warning: the device store \(current) belongs to \(currentOwner.name), not \(account.name); \(account.name)'s samples go to \(chosen) (--store PATH for another)\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "warning: the device store \(current) belongs to \(currentOwner.name), not \(account.name); \(account.name)'s samples go to \(chosen) (--store PATH for another)\n"
+                        .utf8))
         }
         if chosen == HealthOptions.firstStorePath {
             try? FileManager.default.removeItem(at: HealthOptions.storeChoiceFile)
@@ -157,7 +175,9 @@ struct HealthLogin: AsyncParsableCommand {
 struct HealthAdd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "add", abstract: "Add a sample.",
-        discussion: "--json prints the AddSamplesResponse: {\"summary\": {\"added\", \"duplicates\", …}}, with --local as the device's store answers it.")
+        discussion:
+            "--json prints the AddSamplesResponse: {\"summary\": {\"added\", \"duplicates\", …}}, with --local as the device's store answers it."
+    )
     @OptionGroup var global: GlobalOptions
     @OptionGroup var health: HealthOptions
     @Argument(help: "stepCount, dietaryWater, heartRate, sleepAnalysis, …") var type: String
@@ -173,9 +193,12 @@ struct HealthAdd: AsyncParsableCommand {
     func body() async throws {
         let startMs = try health.instant(start), endMs = try end.map(health.instant) ?? startMs
         let number = Double(value) ?? SleepValue(name: value).map { Double($0.rawValue) }
-        guard let number else { throw InvalidValue("\"\(value)\" is neither a number nor a sleep value (inBed, asleepCore, …)") }
+        guard let number else {
+            throw InvalidValue("\"\(value)\" is neither a number nor a sleep value (inBed, asleepCore, …)")
+        }
         let message = HealthV1.Sample(
-            uuid: UUID().uuidString, type: type, value: number, unit: unit ?? "", startMs: startMs, endMs: endMs, source: source,
+            uuid: UUID().uuidString, type: type, value: number, unit: unit ?? "", startMs: startMs, endMs: endMs,
+            source: source,
             timeZone: try health.timeZone().identifier)
         // The sample is checked here as the service would check it (a negative step count, an unknown type), before
         // anything connects: a bad value on the command line.
@@ -187,14 +210,17 @@ struct HealthAdd: AsyncParsableCommand {
             }
         } else {
             try await global.withHealth { client in
-                let reply = try await client.addSamples(.init(samples: [message]), options: try health.callOptions(global))
+                let reply = try await client.addSamples(
+                    .init(samples: [message]), options: try health.callOptions(global))
                 try show(reply, of: message)
             }
         }
     }
 
     func show(_ reply: HealthV1.AddSamplesResponse, of message: HealthV1.Sample) throws {
-        try global.render(reply, text: { print("\(message.uuid.lowercased()): " + HealthFormat.summaryLine(reply.summary ?? .init())) })
+        try global.render(
+            reply,
+            text: { print("\(message.uuid.lowercased()): " + HealthFormat.summaryLine(reply.summary ?? .init())) })
     }
 }
 
@@ -227,8 +253,10 @@ struct HealthList: AsyncParsableCommand {
         if local {
             try await locally(json: global.json) {
                 let query = SampleQuery(
-                    types: try HealthProto.types(request.types), from: request.fromMs, to: request.toMs, limit: Int(limit),
-                    ascending: oldestFirst, after: try after.map { text throws(HealthError) in try SampleCursor(text: text) })
+                    types: try HealthProto.types(request.types), from: request.fromMs, to: request.toMs,
+                    limit: Int(limit),
+                    ascending: oldestFirst,
+                    after: try after.map { text throws(HealthError) in try SampleCursor(text: text) })
                 let target = try HealthProto.unit(request.unit)
                 let page = try await health.openOwnedStore(global).page(query)
                 reply.samples = try page.samples.map { try HealthProto.message($0, unit: target) }
@@ -242,7 +270,9 @@ struct HealthList: AsyncParsableCommand {
         try global.render(
             reply,
             text: {
-                printTable(["UUID", "TYPE", "VALUE", "UNIT", "START", "END", "SOURCE"], reply.samples.map(HealthFormat.sampleRow))
+                printTable(
+                    ["UUID", "TYPE", "VALUE", "UNIT", "START", "END", "SOURCE"],
+                    reply.samples.map(HealthFormat.sampleRow))
                 // A note, not a result: standard error, so the table stays the output.
                 if !reply.next.isEmpty {
                     writeStandardError("more samples match: the next page with --after \(reply.next)\n")
@@ -267,16 +297,22 @@ struct HealthShow: AsyncParsableCommand {
         if local {
             try await locally(json: global.json) {
                 let target = try HealthProto.unit(unit ?? "")
-                reply.sample = try HealthProto.message(try await health.openOwnedStore(global).sample(try HealthProto.uuid(uuid, "uuid")), unit: target)
+                reply.sample = try HealthProto.message(
+                    try await health.openOwnedStore(global).sample(try HealthProto.uuid(uuid, "uuid")), unit: target)
             }
         } else {
             try await global.withHealth { client in
-                reply = try await client.getSample(.init(uuid: uuid, unit: unit ?? ""), options: try health.callOptions(global))
+                reply = try await client.getSample(
+                    .init(uuid: uuid, unit: unit ?? ""), options: try health.callOptions(global))
             }
         }
         try global.render(
             reply,
-            text: { printTable(["UUID", "TYPE", "VALUE", "UNIT", "START", "END", "SOURCE"], [HealthFormat.sampleRow(reply.sample ?? .init())]) })
+            text: {
+                printTable(
+                    ["UUID", "TYPE", "VALUE", "UNIT", "START", "END", "SOURCE"],
+                    [HealthFormat.sampleRow(reply.sample ?? .init())])
+            })
     }
 }
 
@@ -295,11 +331,16 @@ struct HealthStats: AsyncParsableCommand {
     @OptionGroup var health: HealthOptions
     @Argument(help: "The sample type, e.g. stepCount.") var type: String
     @Option(help: "One bucket per period (default: one figure over the whole range).") var period: StatisticsInterval?
-    @Option(help: "The range's start; alone, the range runs until now (default: the last 7 days, as --preset last7Days).") var from: String?
+    @Option(
+        help: "The range's start; alone, the range runs until now (default: the last 7 days, as --preset last7Days).")
+    var from: String?
     @Option(help: "The range's end; needs --from (default: now with --from, else the last 7 days).") var to: String?
     @Option(help: "A named range; not with --from/--to (default: last7Days).") var preset: StatisticsPreset?
     @Option(help: "The unit of the answer (default: the type's).") var unit: String?
-    @Option(help: "Source priority for de-duplicating overlapping sources (repeatable, first wins; default: every source counted).") var prefer: [String] = []
+    @Option(
+        help:
+            "Source priority for de-duplicating overlapping sources (repeatable, first wins; default: every source counted)."
+    ) var prefer: [String] = []
     @Flag(help: "Work on the device's store instead of the server.") var local = false
 
     /// A range the options cannot name is a usage error rather than another range answered in its place: `--to`
@@ -332,13 +373,15 @@ struct HealthStats: AsyncParsableCommand {
             try await locally(json: global.json) {
                 let result = try await health.openOwnedStore(global).statistics(
                     StatisticsRequest(
-                        type: try HealthType.parse(type), from: range.0, to: range.1, interval: interval, timeZone: zone,
+                        type: try HealthType.parse(type), from: range.0, to: range.1, interval: interval,
+                        timeZone: zone,
                         unit: try HealthProto.unit(unit ?? ""), sourcePriority: prefer.isEmpty ? nil : prefer))
                 reply = HealthV1.GetStatisticsResponse(
                     type: result.type.rawValue, unit: result.unit.symbol,
                     buckets: result.buckets.map {
-                        HealthV1.StatisticsBucket(startMs: $0.start, endMs: $0.end, sum: $0.sum, average: $0.average,
-                                                  minimum: $0.minimum, maximum: $0.maximum, count: Int64($0.count))
+                        HealthV1.StatisticsBucket(
+                            startMs: $0.start, endMs: $0.end, sum: $0.sum, average: $0.average,
+                            minimum: $0.minimum, maximum: $0.maximum, count: Int64($0.count))
                     })
             }
         } else {
@@ -352,8 +395,10 @@ struct HealthStats: AsyncParsableCommand {
                 }
             try await global.withHealth { client in
                 reply = try await client.getStatistics(
-                    .init(type: type, fromMs: range.0, toMs: range.1, interval: wire, timeZone: zone.identifier, unit: unit ?? "",
-                          sourcePriority: prefer), options: try health.callOptions(global))
+                    .init(
+                        type: type, fromMs: range.0, toMs: range.1, interval: wire, timeZone: zone.identifier,
+                        unit: unit ?? "",
+                        sourcePriority: prefer), options: try health.callOptions(global))
             }
         }
         let offset = { (ms: Int64) in HealthFormat.time(ms, zone: zone.identifier) }
@@ -361,10 +406,17 @@ struct HealthStats: AsyncParsableCommand {
             reply,
             text: {
                 printTable(
-                    ["START", "END", reply.buckets.first?.sum != nil ? "SUM (\(reply.unit))" : "AVG (\(reply.unit))", "MIN", "MAX", "SAMPLES"],
+                    [
+                        "START", "END", reply.buckets.first?.sum != nil ? "SUM (\(reply.unit))" : "AVG (\(reply.unit))",
+                        "MIN", "MAX", "SAMPLES",
+                    ],
                     reply.buckets.map {
-                        [offset($0.startMs), offset($0.endMs), ($0.sum ?? $0.average).map(HealthFormat.number) ?? "-",
-                         $0.minimum.map(HealthFormat.number) ?? "", $0.maximum.map(HealthFormat.number) ?? "", String($0.count)]
+                        [
+                            offset($0.startMs), offset($0.endMs),
+                            ($0.sum ?? $0.average).map(HealthFormat.number) ?? "-",
+                            $0.minimum.map(HealthFormat.number) ?? "", $0.maximum.map(HealthFormat.number) ?? "",
+                            String($0.count),
+                        ]
                     })
             })
     }
@@ -374,7 +426,9 @@ struct HealthStats: AsyncParsableCommand {
 struct HealthDelete: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete", abstract: "Delete samples (a tombstone travels with sync).",
-        discussion: "--json prints the DeleteSamplesResponse: {\"summary\": {\"deleted\", \"alreadyDeleted\", …}}, with --local as the device's store answers it.")
+        discussion:
+            "--json prints the DeleteSamplesResponse: {\"summary\": {\"deleted\", \"alreadyDeleted\", …}}, with --local as the device's store answers it."
+    )
     @OptionGroup var global: GlobalOptions
     @OptionGroup var health: HealthOptions
     @Argument(help: "UUIDs of the samples.") var uuids: [String]
@@ -383,7 +437,8 @@ struct HealthDelete: AsyncParsableCommand {
     func run() async throws {
         if local {
             try await locally(json: global.json) {
-                let result = try await health.openOwnedStore(global).delete(try uuids.map { try HealthProto.uuid($0, "uuid") })
+                let result = try await health.openOwnedStore(global).delete(
+                    try uuids.map { try HealthProto.uuid($0, "uuid") })
                 try show(HealthV1.DeleteSamplesResponse(summary: try HealthProto.summary(result)))
             }
         } else {
@@ -402,7 +457,8 @@ struct HealthDelete: AsyncParsableCommand {
 /// `gateway health sync`: push the device's changes, pull the server's.
 struct HealthSyncCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "sync", abstract: "Two-way incremental sync of the device's store with the server; run again, it changes nothing.",
+        commandName: "sync",
+        abstract: "Two-way incremental sync of the device's store with the server; run again, it changes nothing.",
         discussion: """
             --json prints a JSON array of two WriteSummary objects: what the server made of the changes pushed, then \
             what the device's store made of the changes pulled ({"added", "duplicates", "alreadyDeleted", "deleted", \
@@ -419,7 +475,8 @@ struct HealthSyncCommand: AsyncParsableCommand {
     func body() async throws {
         let store = try health.openStore()
         let token = try health.resolvedToken()
-        let filter = try HealthProto.filter(types: type, from: try from.map(health.instant), to: try to.map(health.instant))
+        let filter = try HealthProto.filter(
+            types: type, from: try from.map(health.instant), to: try to.map(health.instant))
         try await global.withHealth { client in
             // Whose token it is, so a store that belongs to another user is refused before anything is sent (the
             // server refuses it too) and a store's first sync records its owner.
@@ -433,13 +490,15 @@ struct HealthSyncCommand: AsyncParsableCommand {
             // No progress lines with --json: they would go to standard output before the JSON and break it.
             let progress = SharedProgress(display: global.json ? nil : ProgressDisplay())
             let sync = HealthSync(
-                device: store, remote: RPCHealthRemote(client: client, token: token, timeout: .seconds(max(global.timeout, 60))),
+                device: store,
+                remote: RPCHealthRemote(client: client, token: token, timeout: .seconds(max(global.timeout, 60))),
                 account: account, token: token)
             // With --json nothing watches, so the sync does not ask the server's anchor for the fraction either.
             let show: @Sendable (SyncProgress) -> Void = { state in
                 progress.update(
                     fraction: state.fraction ?? 0,
-                    state.phase == .push ? "pushing: \(state.pushed) sent" : "pulling: \(state.pulled) received (\(state.pushed) sent)")
+                    state.phase == .push
+                        ? "pushing: \(state.pushed) sent" : "pulling: \(state.pulled) received (\(state.pushed) sent)")
             }
             let report = try await sync.run(filter: filter, progress: global.json ? nil : show)
             progress.finish()
@@ -454,7 +513,9 @@ struct HealthSyncCommand: AsyncParsableCommand {
 /// `gateway health import export.xml`: an Apple Health export into the device's store.
 struct HealthImport: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "import", abstract: "Import the Health app's export.zip (or its export.xml) into the device's store (the next sync sends it).",
+        commandName: "import",
+        abstract:
+            "Import the Health app's export.zip (or its export.xml) into the device's store (the next sync sends it).",
         discussion: """
             The import runs on this device, so --json prints its report rather than a response, spelled as the JSON \
             mapping would: {"records", "added", "duplicates", "rejected", "rejections": ["line N: reason"], \
@@ -471,7 +532,8 @@ struct HealthImport: AsyncParsableCommand {
             let progress = global.json ? nil : ProgressDisplay()
             // Reported per 1 MiB chunk; shown when the percentage moves (a pipe gets at most 101 lines).
             var shown = -1
-            let report = try HealthExportImporter(store: store.store, user: store.user).importFile(atPath: path) { read, total in
+            let report = try HealthExportImporter(store: store.store, user: store.user).importFile(atPath: path) {
+                read, total in
                 let fraction = total > 0 ? Double(read) / Double(total) : 0
                 guard Int(fraction * 100) != shown else { return }
                 shown = Int(fraction * 100)
@@ -481,9 +543,15 @@ struct HealthImport: AsyncParsableCommand {
             try global.render(
                 jsonValue: { Self.json(report) },
                 text: {
-                    print("\(report.records) records: added \(report.added), \(report.duplicates) already stored, \(report.rejected) rejected")
-                    for (type, count) in report.skippedTypes.sorted(by: { $0.key < $1.key }) { print("skipped \(count) \(type)") }
-                    for (name, count) in report.skippedElements.sorted(by: { $0.key < $1.key }) { print("skipped \(count) \(name)") }
+                    print(
+                        "\(report.records) records: added \(report.added), \(report.duplicates) already stored, \(report.rejected) rejected"
+                    )
+                    for (type, count) in report.skippedTypes.sorted(by: { $0.key < $1.key }) {
+                        print("skipped \(count) \(type)")
+                    }
+                    for (name, count) in report.skippedElements.sorted(by: { $0.key < $1.key }) {
+                        print("skipped \(count) \(name)")
+                    }
                     // Per-record errors are diagnostics: standard error, beside the progress.
                     for rejection in report.rejections { writeStandardError("rejected \(rejection)\n") }
                 })
@@ -503,7 +571,8 @@ extension HealthImport {
             JSONMember("records", count(report.records)), JSONMember("added", count(report.added)),
             JSONMember("duplicates", count(report.duplicates)), JSONMember("rejected", count(report.rejected)),
             JSONMember("rejections", .array(report.rejections.map(JSONValue.string))),
-            JSONMember("skippedTypes", counts(report.skippedTypes)), JSONMember("skippedElements", counts(report.skippedElements)),
+            JSONMember("skippedTypes", counts(report.skippedTypes)),
+            JSONMember("skippedElements", counts(report.skippedElements)),
             JSONMember("correlations", count(report.correlations)),
         ])
     }
@@ -521,13 +590,17 @@ struct HealthExport: AsyncParsableCommand {
     func run() async throws {
         if local {
             try await locally(json: global.json) {
-                try await health.openOwnedStore(global).store.exportCSV(type: try HealthType.parse(type), user: 1, unit: try HealthProto.unit(unit ?? "")) {
+                try await health.openOwnedStore(global).store.exportCSV(
+                    type: try HealthType.parse(type), user: 1, unit: try HealthProto.unit(unit ?? "")
+                ) {
                     FileHandle.standardOutput.write(Data($0.utf8))
                 }
             }
         } else {
             try await global.withHealth { client in
-                for try await chunk in client.exportCSV(.init(type: type, unit: unit ?? ""), options: try health.callOptions(global)) {
+                for try await chunk in client.exportCSV(
+                    .init(type: type, unit: unit ?? ""), options: try health.callOptions(global))
+                {
                     FileHandle.standardOutput.write(Data(chunk.text.utf8))
                 }
             }
@@ -543,6 +616,8 @@ final class SharedProgress: @unchecked Sendable {
 
     init(display: ProgressDisplay?) { self.display = display }
 
-    func update(fraction: Double, _ message: String) { lock.withLock { display?.update(fraction: fraction, message: message) } }
+    func update(fraction: Double, _ message: String) {
+        lock.withLock { display?.update(fraction: fraction, message: message) }
+    }
     func finish() { lock.withLock { display?.finish() } }
 }

@@ -32,7 +32,10 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
     /// and is not limited; with open sign-up an operator makes users beside the stack (`gateway user create`).
     public let signupLimit: FailedAuthThrottle?
 
-    public init(store: HealthStore, lane: WorkLane? = nil, identity: IdentityStore? = nil, signupLimit: FailedAuthThrottle? = nil) {
+    public init(
+        store: HealthStore, lane: WorkLane? = nil, identity: IdentityStore? = nil,
+        signupLimit: FailedAuthThrottle? = nil
+    ) {
         self.store = store
         self.lane = lane
         self.identity = identity
@@ -55,7 +58,8 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
     public static func moveAccounts(from store: HealthStore, to identity: IdentityStore) throws -> Int {
         let tokens = try store.storedTokens()
         for token in tokens {
-            try identity.adopt(hash: token.hash, user: token.user, createdMs: token.createdMs, revokedMs: token.revokedMs)
+            try identity.adopt(
+                hash: token.hash, user: token.user, createdMs: token.createdMs, revokedMs: token.revokedMs)
         }
         return tokens.count
     }
@@ -77,7 +81,9 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
     /// identity: unit tests) from the bearer token in the call metadata, checked in the store.
     func caller(_ context: ServerContext) throws -> HealthUser {
         if identity != nil {
-            guard let caller = context.caller else { throw HealthError(.unauthenticated, "this call needs a user's token") }
+            guard let caller = context.caller else {
+                throw HealthError(.unauthenticated, "this call needs a user's token")
+            }
             return try store.user(namedOrNew: caller.name)
         }
         guard let header = context.metadata["authorization"] else {
@@ -108,17 +114,27 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
     }
 
     static func pageSize(_ requested: UInt32) throws(HealthError) -> Int {
-        guard requested <= maxPage else { throw HealthError(.invalidArgument, "at most \(maxPage) per page, not \(requested)") }
+        guard requested <= maxPage else {
+            throw HealthError(.invalidArgument, "at most \(maxPage) per page, not \(requested)")
+        }
         return requested == 0 ? defaultPage : Int(requested)
     }
 
     // MARK: Users and tokens
 
-    public func createUser(request: HealthV1.CreateUserRequest, context: ServerContext) async throws -> HealthV1.CreateUserResponse {
+    public func createUser(request: HealthV1.CreateUserRequest, context: ServerContext) async throws
+        -> HealthV1.CreateUserResponse
+    {
         if let signupLimit {
-            let source = "sign-ups from " + IdentityGuard.network(of: context.peerHost.trimmingCharacters(in: CharacterSet(charactersIn: "[]")))
-            if let wait = signupLimit.backoff(for: source) ?? signupLimit.recordFailure(source, reason: "signed up \(request.name)") {
-                throw RPCError(.resourceExhausted, "too many sign-ups from your network: retry in \(Int(wait.seconds.rounded(.up))) s")
+            let source =
+                "sign-ups from "
+                + IdentityGuard.network(of: context.peerHost.trimmingCharacters(in: CharacterSet(charactersIn: "[]")))
+            if let wait = signupLimit.backoff(for: source)
+                ?? signupLimit.recordFailure(source, reason: "signed up \(request.name)")
+            {
+                throw RPCError(
+                    .resourceExhausted,
+                    "too many sign-ups from your network: retry in \(Int(wait.seconds.rounded(.up))) s")
             }
         }
         if let identity {
@@ -129,13 +145,17 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         return HealthV1.CreateUserResponse(name: user.name, token: token)
     }
 
-    public func issueToken(request: HealthV1.IssueTokenRequest, context: ServerContext) async throws -> HealthV1.IssueTokenResponse {
+    public func issueToken(request: HealthV1.IssueTokenRequest, context: ServerContext) async throws
+        -> HealthV1.IssueTokenResponse
+    {
         let user = try caller(context)
         if let identity { return HealthV1.IssueTokenResponse(token: try identity.createToken(user: user.name)) }
         return HealthV1.IssueTokenResponse(token: try store.issueToken(userName: user.name))
     }
 
-    public func revokeToken(request: HealthV1.RevokeTokenRequest, context: ServerContext) async throws -> HealthV1.RevokeTokenResponse {
+    public func revokeToken(request: HealthV1.RevokeTokenRequest, context: ServerContext) async throws
+        -> HealthV1.RevokeTokenResponse
+    {
         let user = try caller(context)
         let token = request.token.isEmpty ? Self.token(context) : request.token
         if let identity {
@@ -147,38 +167,55 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         return HealthV1.RevokeTokenResponse()
     }
 
-    public func getAccount(request: HealthV1.GetAccountRequest, context: ServerContext) async throws -> HealthV1.GetAccountResponse {
+    public func getAccount(request: HealthV1.GetAccountRequest, context: ServerContext) async throws
+        -> HealthV1.GetAccountResponse
+    {
         let user = try caller(context)
         let store = self.store
-        let (anchor, count) = try await offload { (try store.anchor(user: user.id), try store.sampleCount(user: user.id)) }
+        let (anchor, count) = try await offload {
+            (try store.anchor(user: user.id), try store.sampleCount(user: user.id))
+        }
         return HealthV1.GetAccountResponse(name: user.name, anchor: anchor, sampleCount: Int64(count), userID: user.id)
     }
 
     // MARK: Samples
 
-    public func addSamples(request: HealthV1.AddSamplesRequest, context: ServerContext) async throws -> HealthV1.AddSamplesResponse {
+    public func addSamples(request: HealthV1.AddSamplesRequest, context: ServerContext) async throws
+        -> HealthV1.AddSamplesResponse
+    {
         let user = try caller(context)
         try Self.checkBatch(request.samples.count)
-        let samples = try request.samples.enumerated().map { index, sample throws(HealthError) in try HealthProto.sample(sample, index: index) }
+        let samples = try request.samples.enumerated().map { index, sample throws(HealthError) in
+            try HealthProto.sample(sample, index: index)
+        }
         let store = self.store
-        return HealthV1.AddSamplesResponse(summary: try HealthProto.summary(try await offload { try store.add(samples, user: user.id) }))
+        return HealthV1.AddSamplesResponse(
+            summary: try HealthProto.summary(try await offload { try store.add(samples, user: user.id) }))
     }
 
-    public func deleteSamples(request: HealthV1.DeleteSamplesRequest, context: ServerContext) async throws -> HealthV1.DeleteSamplesResponse {
+    public func deleteSamples(request: HealthV1.DeleteSamplesRequest, context: ServerContext) async throws
+        -> HealthV1.DeleteSamplesResponse
+    {
         let user = try caller(context)
         try Self.checkBatch(request.uuids.count)
         let uuids = try request.uuids.map { text throws(HealthError) in try HealthProto.uuid(text, "uuids") }
         let store = self.store
-        return HealthV1.DeleteSamplesResponse(summary: try HealthProto.summary(try await offload { try store.delete(uuids, user: user.id) }))
+        return HealthV1.DeleteSamplesResponse(
+            summary: try HealthProto.summary(try await offload { try store.delete(uuids, user: user.id) }))
     }
 
-    public func getSample(request: HealthV1.GetSampleRequest, context: ServerContext) async throws -> HealthV1.GetSampleResponse {
+    public func getSample(request: HealthV1.GetSampleRequest, context: ServerContext) async throws
+        -> HealthV1.GetSampleResponse
+    {
         let user = try caller(context)
         let sample = try store.sample(try HealthProto.uuid(request.uuid, "uuid"), user: user.id)
-        return HealthV1.GetSampleResponse(sample: try HealthProto.message(sample, unit: try HealthProto.unit(request.unit)))
+        return HealthV1.GetSampleResponse(
+            sample: try HealthProto.message(sample, unit: try HealthProto.unit(request.unit)))
     }
 
-    public func querySamples(request: HealthV1.QuerySamplesRequest, context: ServerContext) async throws -> HealthV1.QuerySamplesResponse {
+    public func querySamples(request: HealthV1.QuerySamplesRequest, context: ServerContext) async throws
+        -> HealthV1.QuerySamplesResponse
+    {
         let user = try caller(context)
         var options: QueryOptions = []
         if request.strictStart { options.insert(.strictStartDate) }
@@ -195,7 +232,9 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
             next: page.next?.text ?? "")
     }
 
-    public func getStatistics(request: HealthV1.GetStatisticsRequest, context: ServerContext) async throws -> HealthV1.GetStatisticsResponse {
+    public func getStatistics(request: HealthV1.GetStatisticsRequest, context: ServerContext) async throws
+        -> HealthV1.GetStatisticsResponse
+    {
         let user = try caller(context)
         let type = try HealthType.parse(request.type)
         let zoneName = request.timeZone.isEmpty ? "UTC" : request.timeZone
@@ -219,13 +258,17 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         if !request.sleepValues.isEmpty {
             sleepValues = []
             for name in request.sleepValues {
-                guard let value = SleepValue(name: name) else { throw HealthError(.invalidArgument, "unknown sleep value \"\(name)\"") }
+                guard let value = SleepValue(name: name) else {
+                    throw HealthError(.invalidArgument, "unknown sleep value \"\(name)\"")
+                }
                 sleepValues?.insert(value)
             }
         }
         let statistics = StatisticsRequest(
-            type: type, from: range.from, to: range.to, interval: HealthProto.interval(request.interval), timeZone: zone,
-            unit: try HealthProto.unit(request.unit), sourcePriority: request.sourcePriority.isEmpty ? nil : request.sourcePriority,
+            type: type, from: range.from, to: range.to, interval: HealthProto.interval(request.interval),
+            timeZone: zone,
+            unit: try HealthProto.unit(request.unit),
+            sourcePriority: request.sourcePriority.isEmpty ? nil : request.sourcePriority,
             sleepValues: sleepValues)
         let store = self.store
         let result = try await offload { try store.statistics(statistics, user: user.id) }
@@ -240,16 +283,21 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
 
     // MARK: Sync
 
-    public func getPushCursor(request: HealthV1.GetPushCursorRequest, context: ServerContext) async throws -> HealthV1.GetPushCursorResponse {
+    public func getPushCursor(request: HealthV1.GetPushCursorRequest, context: ServerContext) async throws
+        -> HealthV1.GetPushCursorResponse
+    {
         let user = try caller(context)
         try store.bindStore(device: request.deviceID, user: user.id)
-        return HealthV1.GetPushCursorResponse(anchor: try store.pushedAnchor(user: user.id, device: request.deviceID, scope: request.scope))
+        return HealthV1.GetPushCursorResponse(
+            anchor: try store.pushedAnchor(user: user.id, device: request.deviceID, scope: request.scope))
     }
 
     /// A client stream of batches: each is validated whole and committed with the device's anchor as it
     /// arrives, so the server holds one batch at a time however long the push. The first bad batch ends the
     /// call with its status; the ones before it stay committed, and the device resumes after them.
-    public func push(requests: RequestStream<HealthV1.PushRequest>, context: ServerContext) async throws -> HealthV1.PushResponse {
+    public func push(requests: RequestStream<HealthV1.PushRequest>, context: ServerContext) async throws
+        -> HealthV1.PushResponse
+    {
         let user = try caller(context)
         var device: String?, scope = ""
         var total = WriteResult()
@@ -258,7 +306,10 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
             try context.checkAlive()
             if let device {
                 guard request.deviceID == device, request.scope == scope else {
-                    throw HealthError(.invalidArgument, "batch #\(index) names device \"\(request.deviceID)\" and scope \"\(request.scope)\"; the push began with \"\(device)\" and \"\(scope)\"")
+                    throw HealthError(
+                        .invalidArgument,
+                        "batch #\(index) names device \"\(request.deviceID)\" and scope \"\(request.scope)\"; the push began with \"\(device)\" and \"\(scope)\""
+                    )
                 }
             } else {
                 (device, scope) = (request.deviceID, request.scope)
@@ -268,22 +319,33 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
             do {
                 try Self.checkBatch(request.samples.count + request.deletions.count)
                 let changes = ChangeSet(
-                    samples: try request.samples.enumerated().map { index, sample throws(HealthError) in try HealthProto.sample(sample, index: index) },
-                    deletions: try request.deletions.map { deletion throws(HealthError) in try HealthProto.deletion(deletion) })
+                    samples: try request.samples.enumerated().map { index, sample throws(HealthError) in
+                        try HealthProto.sample(sample, index: index)
+                    },
+                    deletions: try request.deletions.map { deletion throws(HealthError) in
+                        try HealthProto.deletion(deletion)
+                    })
                 let batch = PushBatch(changes: changes, through: request.throughAnchor)
                 let store = self.store, deviceID = request.deviceID, batchScope = request.scope
-                total.merge(try await offload { try store.commitPush(batch, user: user.id, device: deviceID, scope: batchScope) })
+                total.merge(
+                    try await offload {
+                        try store.commitPush(batch, user: user.id, device: deviceID, scope: batchScope)
+                    })
             } catch let error as HealthError {
                 throw HealthError(error.category, "push batch #\(index) (nothing of it stored): \(error.message)")
             }
             index += 1
         }
         let store = self.store, deviceID = device ?? "", pushScope = scope
-        let committed = device == nil ? 0 : try await offload { try store.pushedAnchor(user: user.id, device: deviceID, scope: pushScope) }
+        let committed =
+            device == nil
+            ? 0 : try await offload { try store.pushedAnchor(user: user.id, device: deviceID, scope: pushScope) }
         return HealthV1.PushResponse(summary: try HealthProto.summary(total), committedAnchor: committed)
     }
 
-    public func pull(request: HealthV1.PullRequest, response: ResponseWriter<HealthV1.PullResponse>, context: ServerContext) async throws {
+    public func pull(
+        request: HealthV1.PullRequest, response: ResponseWriter<HealthV1.PullResponse>, context: ServerContext
+    ) async throws {
         let user = try caller(context)
         let filter = try HealthProto.filter(types: request.types, from: request.fromMs, to: request.toMs)
         let pageSize = try Self.pageSize(request.pageSize)
@@ -301,12 +363,17 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
             let room = try await response.reserveRoom(roomNeeded)
             let (message, items, reached, hasMore) = try await offloadPage {
                 // What this device store pushed is not sent back to it: it has it.
-                let page = try store.changes(user: user.id, since: since, limit: pageSize, filter: filter, device: device)
+                let page = try store.changes(
+                    user: user.id, since: since, limit: pageSize, filter: filter, device: device)
                 return (
                     HealthV1.PullResponse(
-                        samples: try page.changes.samples.map { sample throws(HealthError) in try HealthProto.message(sample) },
-                        deletions: page.changes.deletions.map(HealthProto.message), anchor: page.anchor, hasMore: page.hasMore),
-                    page.changes.samples.count + page.changes.deletions.count, page.anchor, page.hasMore)
+                        samples: try page.changes.samples.map { sample throws(HealthError) in
+                            try HealthProto.message(sample)
+                        },
+                        deletions: page.changes.deletions.map(HealthProto.message), anchor: page.anchor,
+                        hasMore: page.hasMore),
+                    page.changes.samples.count + page.changes.deletions.count, page.anchor, page.hasMore
+                )
             }
             // An empty first page still answers, so the client learns the anchor it is at.
             if reached == anchor, anchor != request.sinceAnchor { return }
@@ -317,7 +384,9 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         }
     }
 
-    public func exportCSV(request: HealthV1.ExportCSVRequest, response: ResponseWriter<HealthV1.ExportCSVChunk>, context: ServerContext) async throws {
+    public func exportCSV(
+        request: HealthV1.ExportCSVRequest, response: ResponseWriter<HealthV1.ExportCSVChunk>, context: ServerContext
+    ) async throws {
         let user = try caller(context)
         let type = try HealthType.parse(request.type)
         let unit = try HealthProto.unit(request.unit)
@@ -331,11 +400,14 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
             let header = first ? HealthStore.csvHeader : ""
             let room = try await response.reserveRoom(roomNeeded)
             let (chunk, rows, next) = try await offloadPage {
-                let page = try store.csvPage(type: type, user: user.id, unit: unit, from: request.fromMs, to: request.toMs, after: after)
+                let page = try store.csvPage(
+                    type: type, user: user.id, unit: unit, from: request.fromMs, to: request.toMs, after: after)
                 return (HealthV1.ExportCSVChunk(text: header + page.text), page.rows, page.next)
             }
             let sent = try await response.send(consume chunk, in: room)
-            if rows > 0 { roomNeeded = Self.nextPageRoom(lastEncoded: sent, items: rows, pageSize: HealthStore.csvPageSize) }
+            if rows > 0 {
+                roomNeeded = Self.nextPageRoom(lastEncoded: sent, items: rows, pageSize: HealthStore.csvPageSize)
+            }
             first = false
             cursor = next
         } while cursor != nil

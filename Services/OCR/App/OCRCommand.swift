@@ -7,8 +7,8 @@ import JobsService
 import OCRCore
 import OCRService
 import PPOCR
-import SevenSegment
 import ServiceKit
+import SevenSegment
 import TextRecognition
 
 /// The ocr service executable.
@@ -27,14 +27,18 @@ struct OCRCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("max-megapixels"),
-        help: "Largest decoded image (per page) accepted, in megapixels (default: what --memory-budget holds at \(DecodeHold.bytesPerPixel) bytes a pixel, at most 60).")
+        help:
+            "Largest decoded image (per page) accepted, in megapixels (default: what --memory-budget holds at \(DecodeHold.bytesPerPixel) bytes a pixel, at most 60)."
+    )
     var maxMegapixels: Double?
 
     /// The pixel limit: given, or what one scan can hold of the memory budget, so a photo admitted by its header is
     /// never one the budget can never hold (it waited its patience out, then was refused "retry later").
     var megapixels: Double { maxMegapixels ?? min(60, DecodeHold.megapixels(fittingIn: options.memoryBudget << 20)) }
 
-    @Option(name: .customLong("max-upload-mib"), help: "Largest image accepted (a scan's, or each file of a batch), in MiB.")
+    @Option(
+        name: .customLong("max-upload-mib"), help: "Largest image accepted (a scan's, or each file of a batch), in MiB."
+    )
     var maxUploadMiB = 64
 
     @Option(
@@ -44,12 +48,16 @@ struct OCRCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("ppocr"),
-        help: "PP-OCR's models folder (compose/compose ppocr installs it; default: $MENAGERIE_PPOCR, which compose sets; without one, Tesseract reads alone).")
+        help:
+            "PP-OCR's models folder (compose/compose ppocr installs it; default: $MENAGERIE_PPOCR, which compose sets; without one, Tesseract reads alone)."
+    )
     var ppocr: String?
 
     @Option(
         name: .customLong("sevenseg"),
-        help: "The seven-segment reader's folder (compose/compose sevenseg installs it; default: $MENAGERIE_SEVENSEG, which compose sets; without one, PP-OCR reads segment displays alone).")
+        help:
+            "The seven-segment reader's folder (compose/compose sevenseg installs it; default: $MENAGERIE_SEVENSEG, which compose sets; without one, PP-OCR reads segment displays alone)."
+    )
     var sevenseg: String?
 
     func validate() throws {
@@ -89,9 +97,13 @@ struct OCRCommand: AsyncParsableCommand {
             do {
                 let made = try await tesseract.engines.prewarm(
                     languages: RecognitionOptions.defaultLanguages, count: lane.threads, lane: lane)
-                environment.logger.info("made \(made) \(RecognitionOptions.defaultLanguages.joined(separator: "+")) engines in \(clock.now - start)")
+                environment.logger.info(
+                    "made \(made) \(RecognitionOptions.defaultLanguages.joined(separator: "+")) engines in \(clock.now - start)"
+                )
             } catch {
-                environment.logger.warning("could not prepare engines for \(RecognitionOptions.defaultLanguages.joined(separator: "+")): \(error)")
+                environment.logger.warning(
+                    "could not prepare engines for \(RecognitionOptions.defaultLanguages.joined(separator: "+")): \(error)"
+                )
             }
             // PP-OCR's engines, one per lane thread, made before the port opens; without its models Tesseract reads
             // alone, and the log says so.
@@ -103,7 +115,9 @@ struct OCRCommand: AsyncParsableCommand {
                 shutdownGrace: environment.shutdownGrace, limits: environment.jobs)
             return AppServices(
                 rpc: [
-                    OCRService(store: store, recognizer: recognizer, lane: lane, jobs: jobs.runner, maxUploadBytes: maxUploadMiB << 20,
+                    OCRService(
+                        store: store, recognizer: recognizer, lane: lane, jobs: jobs.runner,
+                        maxUploadBytes: maxUploadMiB << 20,
                         maxBatchBytes: maxBatchMiB << 20),
                     jobs.rpcService,
                 ],
@@ -119,12 +133,15 @@ struct OCRCommand: AsyncParsableCommand {
     private func loadPPOCR(threads: Int, logger: Logger) -> PPOCRPool? {
         let folder = ppocr ?? ProcessInfo.processInfo.environment["MENAGERIE_PPOCR"]
         guard let folder, !folder.isEmpty else {
-            logger.warning("PP-OCR is not configured (--ppocr or MENAGERIE_PPOCR): Tesseract reads alone; \(PPOCRModels.installHint)")
+            logger.warning(
+                "PP-OCR is not configured (--ppocr or MENAGERIE_PPOCR): Tesseract reads alone; \(PPOCRModels.installHint)"
+            )
             return nil
         }
         let clock = ContinuousClock(), start = clock.now
         do {
-            let pool = PPOCRPool(models: try PPOCRModels.load(directory: folder), segments: loadSevenSegment(logger: logger))
+            let pool = PPOCRPool(
+                models: try PPOCRModels.load(directory: folder), segments: loadSevenSegment(logger: logger))
             try pool.prewarm(threads)
             logger.info("made \(threads) PP-OCR engines from \(folder) in \(clock.now - start)")
             return pool
@@ -137,7 +154,9 @@ struct OCRCommand: AsyncParsableCommand {
     /// The seven-segment model from `--sevenseg` (or MENAGERIE_SEVENSEG), or nil (logged).
     private func loadSevenSegment(logger: Logger) -> SevenSegmentModel? {
         guard let folder = sevenseg ?? ProcessInfo.processInfo.environment["MENAGERIE_SEVENSEG"], !folder.isEmpty else {
-            logger.warning("the seven-segment reader is not configured (--sevenseg or MENAGERIE_SEVENSEG): PP-OCR reads segment displays alone; \(SevenSegmentModel.installHint)")
+            logger.warning(
+                "the seven-segment reader is not configured (--sevenseg or MENAGERIE_SEVENSEG): PP-OCR reads segment displays alone; \(SevenSegmentModel.installHint)"
+            )
             return nil
         }
         do {

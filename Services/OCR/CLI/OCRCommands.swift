@@ -15,7 +15,10 @@ public struct OCRCommands: AsyncParsableCommand {
             Unknown templates exit with the status code of NOT_FOUND (5), bad input with INVALID_ARGUMENT (3), an \
             image without text with NOT_FOUND, one too large with RESOURCE_EXHAUSTED (8).
             """,
-        subcommands: [OCRScan.self, OCRTemplateCommands.self, OCRRecordCommands.self, OCRExport.self, JobsCommands<OCRCommands>.self])
+        subcommands: [
+            OCRScan.self, OCRTemplateCommands.self, OCRRecordCommands.self, OCRExport.self,
+            JobsCommands<OCRCommands>.self,
+        ])
 
     public init() {}
 }
@@ -58,7 +61,9 @@ enum OCRFormat {
 struct OCRTemplateCommands: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "template", abstract: "Create templates from photos; list, show, edit and delete them.",
-        subcommands: [OCRTemplateCreate.self, List.self, Show.self, Edit.self, Rename.self, RenameValue.self, Delete.self])
+        subcommands: [
+            OCRTemplateCreate.self, List.self, Show.self, Edit.self, Rename.self, RenameValue.self, Delete.self,
+        ])
 
     /// `OLD=NEW` → (OLD, NEW), for `rename-value` and `edit --rename-value`.
     static func parseRename(_ text: String) throws -> OcrV1.ValueRename {
@@ -69,12 +74,16 @@ struct OCRTemplateCommands: AsyncParsableCommand {
 
     struct Edit: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "edit", abstract: "Change a template's name, description and value names at once (records keep their values).",
-            discussion: "All or nothing: a taken name or an unknown value leaves the template as it was. `rename` and `rename-value` do one part of this.")
+            commandName: "edit",
+            abstract: "Change a template's name, description and value names at once (records keep their values).",
+            discussion:
+                "All or nothing: a taken name or an unknown value leaves the template as it was. `rename` and `rename-value` do one part of this."
+        )
         @Argument(help: "Template name or id.") var template: String
         @Option(help: "The new name (default: unchanged).") var name: String?
         @Option(help: "The new description; \"\" clears it (default: unchanged).") var description: String?
-        @Option(name: .customLong("rename-value"), help: "OLD=NEW, repeatable (default: none).") var renames: [String] = []
+        @Option(name: .customLong("rename-value"), help: "OLD=NEW, repeatable (default: none).") var renames: [String] =
+            []
         @OptionGroup var global: GlobalOptions
 
         func validate() throws {
@@ -88,12 +97,15 @@ struct OCRTemplateCommands: AsyncParsableCommand {
             let pairs = try renames.map(OCRTemplateCommands.parseRename)
             try await global.withOCR { ocr in
                 let reply = try await ocr.updateTemplate(
-                    OcrV1.UpdateTemplateRequest(template: template, name: name, description: description, renames: pairs),
+                    OcrV1.UpdateTemplateRequest(
+                        template: template, name: name, description: description, renames: pairs),
                     options: global.callOptions)
                 try global.render(
-                    reply, text: {
+                    reply,
+                    text: {
                         let shown = reply.template ?? OcrV1.Template()
-                        print("#\(shown.id) \(shown.name)" + (shown.description.isEmpty ? "" : " — \(shown.description)"))
+                        print(
+                            "#\(shown.id) \(shown.name)" + (shown.description.isEmpty ? "" : " — \(shown.description)"))
                         print("values: " + shown.values.map(\.name).joined(separator: ", "))
                     })
             }
@@ -108,11 +120,15 @@ struct OCRTemplateCommands: AsyncParsableCommand {
             try await global.withOCR { ocr in
                 let reply = try await ocr.listTemplates(OcrV1.ListTemplatesRequest(), options: global.callOptions)
                 try global.render(
-                    reply, text: {
+                    reply,
+                    text: {
                         printTable(
                             ["id", "name", "values", "created"],
                             reply.templates.map {
-                                ["\($0.id)", $0.name, $0.values.map(\.name).joined(separator: ", "), isoDate($0.createdAt)]
+                                [
+                                    "\($0.id)", $0.name, $0.values.map(\.name).joined(separator: ", "),
+                                    isoDate($0.createdAt),
+                                ]
                             })
                     })
             }
@@ -122,19 +138,23 @@ struct OCRTemplateCommands: AsyncParsableCommand {
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "show", abstract: "A template's values and regions, and its last 5 records.",
-            discussion: "With --json: an array of the two responses, the GetTemplateResponse and the LatestRecordsResponse.")
+            discussion:
+                "With --json: an array of the two responses, the GetTemplateResponse and the LatestRecordsResponse.")
         @Argument(help: "Template name or id.") var template: String
         @OptionGroup var global: GlobalOptions
 
         func run() async throws {
             try await global.withOCR { ocr in
-                let reply = try await ocr.getTemplate(OcrV1.GetTemplateRequest(template: template), options: global.callOptions)
+                let reply = try await ocr.getTemplate(
+                    OcrV1.GetTemplateRequest(template: template), options: global.callOptions)
                 let latest = try await ocr.latestRecords(
                     OcrV1.LatestRecordsRequest(template: template), options: global.callOptions)
                 guard let shown = reply.template else { throw RPCError(.internalError, "the answer has no template") }
                 try global.render(
-                    jsonValue: { .array([reply.outputJSON, latest.outputJSON]) }, text: {
-                        print("#\(shown.id) \(shown.name)" + (shown.description.isEmpty ? "" : " — \(shown.description)"))
+                    jsonValue: { .array([reply.outputJSON, latest.outputJSON]) },
+                    text: {
+                        print(
+                            "#\(shown.id) \(shown.name)" + (shown.description.isEmpty ? "" : " — \(shown.description)"))
                         printTable(
                             ["value", "level", "x", "y", "width", "height"],
                             shown.values.map { value in
@@ -182,19 +202,22 @@ struct OCRTemplateCommands: AsyncParsableCommand {
                 let reply = try await ocr.renameValues(
                     OcrV1.RenameValuesRequest(template: template, renames: pairs), options: global.callOptions)
                 try global.render(
-                    reply, text: { print("values: " + (reply.template?.values.map(\.name).joined(separator: ", ") ?? "")) })
+                    reply,
+                    text: { print("values: " + (reply.template?.values.map(\.name).joined(separator: ", ") ?? "")) })
             }
         }
     }
 
     struct Delete: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a template and its records.")
+        static let configuration = CommandConfiguration(
+            commandName: "delete", abstract: "Delete a template and its records.")
         @Argument(help: "Template name or id.") var template: String
         @OptionGroup var global: GlobalOptions
 
         func run() async throws {
             try await global.withOCR { ocr in
-                let deleted = try await ocr.deleteTemplate(OcrV1.DeleteTemplateRequest(template: template), options: global.callOptions)
+                let deleted = try await ocr.deleteTemplate(
+                    OcrV1.DeleteTemplateRequest(template: template), options: global.callOptions)
                 try global.render(deleted, text: { print("deleted \(template)") })
             }
         }
@@ -216,22 +239,29 @@ struct OCRRecordCommands: AsyncParsableCommand {
                 """)
         @Argument(help: "Record id.") var id: Int64
         @Argument(help: "NAME=VALUE pairs (a value may be empty or contain =).") var values: [String] = []
-        @Option(help: "The record's date, ISO 8601 (2026-11-22T14:05, local time unless an offset is given) (default: unchanged).")
+        @Option(
+            help:
+                "The record's date, ISO 8601 (2026-11-22T14:05, local time unless an offset is given) (default: unchanged)."
+        )
         var date: String?
-        @Option(help: "Refuse unless the record belongs to this template, by name or id (default: any).") var template: String?
+        @Option(help: "Refuse unless the record belongs to this template, by name or id (default: any).") var template:
+            String?
         @OptionGroup var global: GlobalOptions
 
         static func parseValue(_ text: String) throws -> OcrV1.RecordValue {
             guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
                 throw InvalidValue("\(text) is not NAME=VALUE")
             }
-            return OcrV1.RecordValue(name: String(text[..<equals]), text: String(text[text.index(after: equals)...]), confidence: 1)
+            return OcrV1.RecordValue(
+                name: String(text[..<equals]), text: String(text[text.index(after: equals)...]), confidence: 1)
         }
 
         func validate() throws {
             for value in values { _ = try Self.parseValue(value) }
             if let date { _ = try OCRDates.option(date) }
-            guard !values.isEmpty || date != nil else { throw ValidationError("nothing to change: give NAME=VALUE pairs or --date") }
+            guard !values.isEmpty || date != nil else {
+                throw ValidationError("nothing to change: give NAME=VALUE pairs or --date")
+            }
         }
 
         func run() async throws {
@@ -248,8 +278,10 @@ struct OCRRecordCommands: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "list", abstract: "The last 5 records, newest first, or with --all every record in time order.",
-            discussion: #"With --json: a LatestRecordsResponse, {"records": […]} (with --all, every page's records in one)."#)
+            commandName: "list",
+            abstract: "The last 5 records, newest first, or with --all every record in time order.",
+            discussion:
+                #"With --json: a LatestRecordsResponse, {"records": […]} (with --all, every page's records in one)."#)
         @Argument(help: "Template name or id.") var template: String
         @Flag(help: "Every record, oldest first (fetched page by page).") var all = false
         @OptionGroup var global: GlobalOptions
@@ -272,7 +304,8 @@ struct OCRRecordCommands: AsyncParsableCommand {
                     ).records
                 }
                 try global.render(
-                    OcrV1.LatestRecordsResponse(records: records), text: { OCRFormat.printRecords(records, template: nil) })
+                    OcrV1.LatestRecordsResponse(records: records),
+                    text: { OCRFormat.printRecords(records, template: nil) })
             }
         }
     }
@@ -284,7 +317,8 @@ struct OCRRecordCommands: AsyncParsableCommand {
 
         func run() async throws {
             try await global.withOCR { ocr in
-                let deleted = try await ocr.deleteRecord(OcrV1.DeleteRecordRequest(recordID: id), options: global.callOptions)
+                let deleted = try await ocr.deleteRecord(
+                    OcrV1.DeleteRecordRequest(recordID: id), options: global.callOptions)
                 try global.render(deleted, text: { print("deleted record \(id)") })
             }
         }
@@ -295,7 +329,8 @@ struct OCRRecordCommands: AsyncParsableCommand {
 struct OCRExport: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "A template's records as CSV (RFC 4180, UTF-8): Date, Date source and the value names, one row per record in time order.",
+        abstract:
+            "A template's records as CSV (RFC 4180, UTF-8): Date, Date source and the value names, one row per record in time order.",
         discussion: """
             Date source says where each date came from: given (typed), exif (the photo's) or upload (when it was saved). \
             A value that a spreadsheet would run as a formula (starting with =, +, -, @, a tab or CR) gets a leading ' \
@@ -306,7 +341,8 @@ struct OCRExport: AsyncParsableCommand {
     @Flag(help: "Values exactly as recorded, even those a spreadsheet would run as formulas.") var raw = false
     @Flag(help: "Start with a UTF-8 byte-order mark, so Excel reads accented names right.") var bom = false
     @Option(help: "Field delimiter: ',', ';' or 'tab'.") var delimiter = ","
-    @Option(name: .customLong("tz"), help: "IANA time zone for the dates, e.g. Europe/Prague (default: UTC).") var timeZone: String?
+    @Option(name: .customLong("tz"), help: "IANA time zone for the dates, e.g. Europe/Prague (default: UTC).")
+    var timeZone: String?
     @OptionGroup var global: GlobalOptions
 
     /// `tab` (or a real tab) → "\t"; the others as given.

@@ -10,7 +10,8 @@ enum OCRDates {
     static func parse(_ text: String, zone: TimeZone = .current) -> Date? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         guard trimmed.utf8.count <= 40 else { return nil }
-        let pattern = #"^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?(Z|[+-]\d{2}:?\d{2})?$"#
+        let pattern =
+            #"^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?(Z|[+-]\d{2}:?\d{2})?$"#
         guard let regex = try? NSRegularExpression(pattern: pattern),
             let match = regex.firstMatch(in: trimmed, range: NSRange(trimmed.startIndex..., in: trimmed))
         else { return nil }
@@ -18,7 +19,9 @@ enum OCRDates {
             Range(match.range(at: index), in: trimmed).map { String(trimmed[$0]) }
         }
         func number(_ index: Int) -> Int { group(index).flatMap { Int($0) } ?? 0 }
-        let (year, month, day, hour, minute, second) = (number(1), number(2), number(3), number(4), number(5), number(6))
+        let (year, month, day, hour, minute, second) = (
+            number(1), number(2), number(3), number(4), number(5), number(6)
+        )
         guard (1...12).contains(month), day >= 1, hour < 24, minute < 60, second < 60 else { return nil }
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = zone
@@ -51,10 +54,14 @@ enum OCRDates {
     /// `--date` checked as the service checks a record's date (1970 to a day from now), before anything connects.
     static func option(_ text: String, name: String = "--date") throws -> Date {
         guard let date = parse(text) else {
-            throw InvalidValue("\(name) \"\(text)\" is not an ISO 8601 date or time (2026-11-22, 2026-11-22T14:05, 2026-11-22T14:05:09+01:00)")
+            throw InvalidValue(
+                "\(name) \"\(text)\" is not an ISO 8601 date or time (2026-11-22, 2026-11-22T14:05, 2026-11-22T14:05:09+01:00)"
+            )
         }
         guard date.timeIntervalSince1970 >= 0 else { throw InvalidValue("\(name) \(text) is before 1970") }
-        guard date.timeIntervalSinceNow <= 86_400 else { throw InvalidValue("\(name) \(text) is more than a day in the future") }
+        guard date.timeIntervalSinceNow <= 86_400 else {
+            throw InvalidValue("\(name) \(text) is more than a day in the future")
+        }
         return date
     }
 

@@ -35,18 +35,27 @@ struct OCRScanOptions: ParsableArguments {
     @Option(name: .customLong("lang"), help: "Languages in priority order, Tesseract's spelling.")
     var languages = "ces+eng"
 
-    @Option(help: "fast (recognition only) or accurate (also turns pages upright, deskews, binarises photos, and keeps the image as it is when that reads with more confidence).")
+    @Option(
+        help:
+            "fast (recognition only) or accurate (also turns pages upright, deskews, binarises photos, and keeps the image as it is when that reads with more confidence)."
+    )
     var level = OCRLevel.accurate
 
     @Option(
-        name: .customLong("words"), help: "A file of custom words (one per line or separated by spaces) that win over look-alikes (default: none).",
+        name: .customLong("words"),
+        help: "A file of custom words (one per line or separated by spaces) that win over look-alikes (default: none).",
         completion: .file())
     var wordsFile: String?
 
-    @Option(help: "Where to expect text; auto tries page segmentation, and sparse too when that finds little; sparse suits displays and labels, page documents.")
+    @Option(
+        help:
+            "Where to expect text; auto tries page segmentation, and sparse too when that finds little; sparse suits displays and labels, page documents."
+    )
     var segmentation = OCRSegmentation.auto
 
-    @Option(name: .customLong("min-text-height"), help: "Leave out text lower than this fraction (0–1) of the image height.")
+    @Option(
+        name: .customLong("min-text-height"), help: "Leave out text lower than this fraction (0–1) of the image height."
+    )
     var minimumTextHeight = 0.0
 
     func validate() throws {
@@ -79,13 +88,15 @@ struct OCRScanOptions: ParsableArguments {
 /// `--annotate FILE`: the annotated PNG the service drew, written where asked.
 enum OCRAnnotation {
     static let help = ArgumentHelp(
-        "Also write the photo as PNG with each word's box drawn (blue) and, for a record, each value's box and text (green; red when uncertain) (default: none).")
+        "Also write the photo as PNG with each word's box drawn (blue) and, for a record, each value's box and text (green; red when uncertain) (default: none)."
+    )
 
     static func write(_ png: [UInt8], to path: String) throws {
         do {
             try Data(png).write(to: URL(fileURLWithPath: path))
         } catch {
-            throw FileError(.notWritable, path: path, reason: (error as NSError).localizedDescription, role: "--annotate")
+            throw FileError(
+                .notWritable, path: path, reason: (error as NSError).localizedDescription, role: "--annotate")
         }
     }
 }
@@ -138,7 +149,8 @@ enum OCRUpload {
         CallOptions(timeout: .milliseconds(Int64(max(global.timeout, 120) * 1000)))
     }
 
-    static func scan(_ ocr: OcrV1.OCR.Client, _ data: Data, options: OcrV1.ScanOptions, global: GlobalOptions) async throws
+    static func scan(_ ocr: OcrV1.OCR.Client, _ data: Data, options: OcrV1.ScanOptions, global: GlobalOptions)
+        async throws
         -> OcrV1.ScanResponse
     {
         try await ocr.scan(options: callOptions(global)) { writer in
@@ -165,8 +177,11 @@ enum OCRScanFormat {
             }
             let box = observation.box ?? OcrV1.NormalizedBox()
             rows.append(
-                ["\(index)", observation.text.replacingOccurrences(of: "\n", with: " ⏎ "), words.joined(separator: " "),
-                 String(format: "%.2f", observation.confidence)]
+                [
+                    "\(index)", observation.text.replacingOccurrences(of: "\n", with: " ⏎ "),
+                    words.joined(separator: " "),
+                    String(format: "%.2f", observation.confidence),
+                ]
                     + [box.x, box.y, box.width, box.height].map { String(format: "%.3f", $0) })
         }
         printTable(["#", "line", "words #", "confidence", "x", "y", "width", "height"], rows)
@@ -192,19 +207,26 @@ struct OCRScan: AsyncParsableCommand {
 
     @Argument(help: "Image files.", completion: .file(extensions: imageExtensions)) var files: [String]
     @OptionGroup var scanOptions: OCRScanOptions
-    @Flag(help: "Upload several files as batch jobs and print their ids instead of waiting (gateway ocr jobs watch ID).")
+    @Flag(
+        help: "Upload several files as batch jobs and print their ids instead of waiting (gateway ocr jobs watch ID).")
     var detach = false
     @Option(help: OCRAnnotation.help, completion: .file(extensions: ["png"])) var annotate: String?
     @Option(
         name: .customLong("batch-mib"),
-        help: "Several files go to the service in batches (jobs, one after another) of at most this many MiB each; keep it under the service's --max-batch-mib.")
+        help:
+            "Several files go to the service in batches (jobs, one after another) of at most this many MiB each; keep it under the service's --max-batch-mib."
+    )
     var batchMiB = 256.0
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
         guard !files.isEmpty else { throw ValidationError("name at least one image file") }
-        if annotate != nil, files.count != 1 || detach { throw ValidationError("--annotate draws one photo: name one file, without --detach") }
-        guard batchMiB.isFinite, batchMiB > 0 else { throw InvalidValue("--batch-mib must be more than 0 (got \(batchMiB))") }
+        if annotate != nil, files.count != 1 || detach {
+            throw ValidationError("--annotate draws one photo: name one file, without --detach")
+        }
+        guard batchMiB.isFinite, batchMiB > 0 else {
+            throw InvalidValue("--batch-mib must be more than 0 (got \(batchMiB))")
+        }
     }
 
     func run() async throws {
@@ -234,7 +256,8 @@ struct OCRScan: AsyncParsableCommand {
                     try await writer.send(OcrV1.BatchScanRequest(options: options))
                     for path in paths {
                         for (index, chunk) in OCRUpload.chunks(try OCRUpload.read(path)).enumerated() {
-                            try await writer.send(OcrV1.BatchScanRequest(fileName: index == 0 ? path : "", chunk: chunk))
+                            try await writer.send(
+                                OcrV1.BatchScanRequest(fileName: index == 0 ? path : "", chunk: chunk))
                         }
                     }
                 }
@@ -268,7 +291,9 @@ struct OCRScan: AsyncParsableCommand {
                     var first = true
                     for file in batch.files {
                         guard let scan = file.result else {
-                            writeStandardError("error: \(file.fileName): \(StatusCode(rawValue: file.errorCode).name): \(file.errorMessage)\n")
+                            writeStandardError(
+                                "error: \(file.fileName): \(StatusCode(rawValue: file.errorCode).name): \(file.errorMessage)\n"
+                            )
                             continue
                         }
                         print((first ? "" : "\n") + "==> \(file.fileName) <==")
@@ -309,19 +334,26 @@ struct OCRTemplateCreate: AsyncParsableCommand {
             become the template's first record (--no-record: not).
             """)
 
-    @Option(name: .customLong("from"), help: "The template's first photo.", completion: .file(extensions: imageExtensions)) var photo: String
+    @Option(
+        name: .customLong("from"), help: "The template's first photo.", completion: .file(extensions: imageExtensions))
+    var photo: String
     @Option(help: "The template's name.") var name: String
     @Option(help: "What the template is for (default: none).") var description = ""
-    @Option(help: "NAME=INDEX pairs, comma-separated, picking observations by the number listed (default: ask on the terminal).")
+    @Option(
+        help:
+            "NAME=INDEX pairs, comma-separated, picking observations by the number listed (default: ask on the terminal)."
+    )
     var values: String?
-    @Flag(name: .customLong("no-record"), help: "Do not save the photo's values as the first record.") var noRecord = false
+    @Flag(name: .customLong("no-record"), help: "Do not save the photo's values as the first record.") var noRecord =
+        false
     @OptionGroup var scanOptions: OCRScanOptions
     @OptionGroup var global: GlobalOptions
 
     /// `Volts=2,Amps=5` as (name, index) pairs in order.
     static func parseValues(_ text: String) throws -> [(String, Int)] {
         try text.split(separator: ",").map { pair in
-            guard let equals = pair.lastIndex(of: "="), let index = Int(pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)),
+            guard let equals = pair.lastIndex(of: "="),
+                let index = Int(pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)),
                 index >= 0
             else { throw InvalidValue("--values: \"\(pair)\" is not NAME=INDEX") }
             let name = pair[..<equals].trimmingCharacters(in: .whitespaces)
@@ -351,10 +383,13 @@ struct OCRTemplateCreate: AsyncParsableCommand {
                 // whose observations are numbered from 0 in the same order).
                 try global.render(scan, text: { OCRScanFormat.printObservations(scan) })
                 throw ValidationError(
-                    "--values NAME=INDEX,… is needed when not asking on a terminal: pick from the \(scan.observations.count) observations listed above")
+                    "--values NAME=INDEX,… is needed when not asking on a terminal: pick from the \(scan.observations.count) observations listed above"
+                )
             }
             for (name, index) in picked where index >= scan.observations.count {
-                throw InvalidValue("--values: \(name)=\(index), but the photo has \(scan.observations.count) observations (0…\(scan.observations.count - 1))")
+                throw InvalidValue(
+                    "--values: \(name)=\(index), but the photo has \(scan.observations.count) observations (0…\(scan.observations.count - 1))"
+                )
             }
             let definitions = picked.map { name, index in
                 let observation = scan.observations[index]
@@ -362,16 +397,25 @@ struct OCRTemplateCreate: AsyncParsableCommand {
                     name: name, region: observation.box, level: observation.level, shape: observation.shape,
                     label: observation.label)
             }
-            let first = noRecord ? [] : picked.map { name, index in
-                OcrV1.RecordValue(name: name, text: scan.observations[index].text, confidence: scan.observations[index].confidence)
-            }
+            let first =
+                noRecord
+                ? []
+                : picked.map { name, index in
+                    OcrV1.RecordValue(
+                        name: name, text: scan.observations[index].text, confidence: scan.observations[index].confidence
+                    )
+                }
             let reply = try await ocr.createTemplate(
-                OcrV1.CreateTemplateRequest(name: name, description: description, values: definitions, firstRecord: first),
+                OcrV1.CreateTemplateRequest(
+                    name: name, description: description, values: definitions, firstRecord: first),
                 options: global.callOptions)
             try global.render(
-                reply, text: {
+                reply,
+                text: {
                     let template = reply.template ?? OcrV1.Template()
-                    print("created template #\(template.id) \(template.name): " + template.values.map(\.name).joined(separator: ", "))
+                    print(
+                        "created template #\(template.id) \(template.name): "
+                            + template.values.map(\.name).joined(separator: ", "))
                     if let record = reply.firstRecord { OCRFormat.printRecords([record], template: template) }
                 })
         }
@@ -381,14 +425,18 @@ struct OCRTemplateCreate: AsyncParsableCommand {
     static func pickInteractively(count: Int) -> [(String, Int)] {
         var picked: [(String, Int)] = []
         while true {
-            guard let answer = Terminal.ask("observation # of a value (empty to finish): ")?.trimmingCharacters(in: .whitespaces),
+            guard
+                let answer = Terminal.ask("observation # of a value (empty to finish): ")?.trimmingCharacters(
+                    in: .whitespaces),
                 !answer.isEmpty
             else { return picked }
             guard let index = Int(answer), (0..<count).contains(index) else {
                 writeStandardError("a number 0…\(count - 1), please\n")
                 continue
             }
-            guard let name = Terminal.ask("name of value #\(index): ")?.trimmingCharacters(in: .whitespaces), !name.isEmpty else {
+            guard let name = Terminal.ask("name of value #\(index): ")?.trimmingCharacters(in: .whitespaces),
+                !name.isEmpty
+            else {
                 continue
             }
             picked.append((name, index))
@@ -419,7 +467,10 @@ struct OCRRecordAdd: AsyncParsableCommand {
     @Argument(help: "Template name or id.") var template: String
     @Argument(help: "The photo.", completion: .file(extensions: imageExtensions)) var photo: String
     @Flag(help: "Save the values as read, without asking.") var yes = false
-    @Option(help: "When the photo was taken, ISO 8601 (2026-11-22T14:05, local time unless an offset is given) (default: the photo's EXIF date, else now).")
+    @Option(
+        help:
+            "When the photo was taken, ISO 8601 (2026-11-22T14:05, local time unless an offset is given) (default: the photo's EXIF date, else now)."
+    )
     var date: String?
     @Option(help: OCRAnnotation.help, completion: .file(extensions: ["png"])) var annotate: String?
     @OptionGroup var scanOptions: OCRScanOptions
@@ -474,7 +525,8 @@ struct OCRRecordAdd: AsyncParsableCommand {
             let draft = try await ocr.draftRecord(options: OCRUpload.callOptions(global)) { writer in
                 for (index, chunk) in OCRUpload.chunks(data).enumerated() {
                     try await writer.send(
-                        OcrV1.DraftRecordRequest(template: index == 0 ? reference : "", options: index == 0 ? options : nil, chunk: chunk))
+                        OcrV1.DraftRecordRequest(
+                            template: index == 0 ? reference : "", options: index == 0 ? options : nil, chunk: chunk))
                 }
             }
             if let annotate { try OCRAnnotation.write(draft.scan?.annotatedPng ?? [], to: annotate) }
@@ -493,8 +545,11 @@ struct OCRRecordAdd: AsyncParsableCommand {
                 options: global.callOptions)
             let record = reply.record ?? OcrV1.Record()
             try global.render(
-                reply, text: {
-                    print("saved record \(record.id), dated \(isoDate(record.createdAt)) (\(OCRDates.sourceName(record.dateSource)))")
+                reply,
+                text: {
+                    print(
+                        "saved record \(record.id), dated \(isoDate(record.createdAt)) (\(OCRDates.sourceName(record.dateSource)))"
+                    )
                     printTable(
                         ["value", "text", "confidence", "uncertain"],
                         record.values.map { [$0.name, $0.text, String(format: "%.2f", $0.confidence), $0.uncertainty] })

@@ -53,7 +53,9 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
 
     // MARK: Recognition
 
-    public func scan(requests: RequestStream<OcrV1.ScanRequest>, context: ServerContext) async throws -> OcrV1.ScanResponse {
+    public func scan(requests: RequestStream<OcrV1.ScanRequest>, context: ServerContext) async throws
+        -> OcrV1.ScanResponse
+    {
         var options: RecognitionOptions?
         var annotate = false
         var upload = UploadCollector(limit: maxUploadBytes, decoder: recognizer.decoder)
@@ -67,7 +69,9 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
             try await upload.append(message.chunk)
         }
         let data = try upload.finish()
-        guard let options else { throw RPCError(.invalidArgument, "the scan sent no message: options and image bytes expected") }
+        guard let options else {
+            throw RPCError(.invalidArgument, "the scan sent no message: options and image bytes expected")
+        }
         let result = try await recognize(data, options: options)
         var response = OcrV1.ScanResponse(result)
         if annotate { response.annotatedPng = try await annotation(data, result: result) }
@@ -106,7 +110,9 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
     public func startBatchScan(
         requests: RequestStream<OcrV1.BatchScanRequest>, context: ServerContext
     ) async throws -> JobsV1.Job {
-        guard let jobs else { throw RPCError(.failedPrecondition, "this ocr server runs no jobs, so it takes no batches") }
+        guard let jobs else {
+            throw RPCError(.failedPrecondition, "this ocr server runs no jobs, so it takes no batches")
+        }
         var options: RecognitionOptions?
         var files: [BatchFile] = []
         var upload: UploadCollector?
@@ -137,13 +143,16 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
             } else if upload == nil, !message.chunk.isEmpty {
                 throw RPCError(.invalidArgument, "image bytes before the first file_name")
             }
-            try await upload?.append(message.chunk, file: message.fileName.isEmpty ? files.last?.name : message.fileName)
+            try await upload?.append(
+                message.chunk, file: message.fileName.isEmpty ? files.last?.name : message.fileName)
         }
         try close()
         guard let options, !files.isEmpty else { throw RPCError(.invalidArgument, "the batch names no file") }
         let batch = BatchRecognizer(recognizer: recognizer, lane: lane)
         let uploaded = files
-        let job = try await jobs.start(kind: Self.batchScanJobKind, submitter: context.submitter, user: context.caller?.name) { context -> OcrV1.BatchScanResult in
+        let job = try await jobs.start(
+            kind: Self.batchScanJobKind, submitter: context.submitter, user: context.caller?.name
+        ) { context -> OcrV1.BatchScanResult in
             defer { held.releaseAll() }
             let results = try batch.recognize(
                 uploaded, options: options, isCancelled: { context.isCancelled },
@@ -153,10 +162,12 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
             return OcrV1.BatchScanResult(
                 files: zip(uploaded, results).map { file, result in
                     switch result {
-                    case .success(let recognised): OcrV1.BatchScanFile(fileName: file.name, result: OcrV1.ScanResponse(recognised))
+                    case .success(let recognised):
+                        OcrV1.BatchScanFile(fileName: file.name, result: OcrV1.ScanResponse(recognised))
                     case .failure(let error):
                         OcrV1.BatchScanFile(
-                            fileName: file.name, errorCode: StatusCode(error.category).rawValue, errorMessage: error.message)
+                            fileName: file.name, errorCode: StatusCode(error.category).rawValue,
+                            errorMessage: error.message)
                     }
                 })
         }
@@ -184,7 +195,8 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
         _ data: Data, result: RecognitionResult, values: [(value: RecordValue, observation: Observation?)] = []
     ) async throws -> [UInt8] {
         let decoder = recognizer.decoder
-        return Array(try await lane.run { try Annotator.annotate(data, result: result, values: values, decoder: decoder) })
+        return Array(
+            try await lane.run { try Annotator.annotate(data, result: result, values: values, decoder: decoder) })
     }
 
     // MARK: Templates and records
@@ -196,7 +208,8 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
         let first = request.firstRecord.isEmpty ? nil : request.firstRecord.map(RecordValue.init)
         let (template, record) = try store(context).createTemplate(
             name: request.name, description: request.description, values: values, firstRecord: first)
-        return OcrV1.CreateTemplateResponse(template: OcrV1.Template(template), firstRecord: record.map(OcrV1.Record.init))
+        return OcrV1.CreateTemplateResponse(
+            template: OcrV1.Template(template), firstRecord: record.map(OcrV1.Record.init))
     }
 
     public func listTemplates(
@@ -205,7 +218,9 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
         OcrV1.ListTemplatesResponse(templates: try store(context).templates().map(OcrV1.Template.init))
     }
 
-    public func getTemplate(request: OcrV1.GetTemplateRequest, context: ServerContext) async throws -> OcrV1.GetTemplateResponse {
+    public func getTemplate(request: OcrV1.GetTemplateRequest, context: ServerContext) async throws
+        -> OcrV1.GetTemplateResponse
+    {
         OcrV1.GetTemplateResponse(template: OcrV1.Template(try template(request.template, context)))
     }
 
@@ -227,7 +242,8 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
                 throw RPCError(.invalidArgument, "value \"\(rename.from)\" is renamed twice")
             }
         }
-        return OcrV1.RenameValuesResponse(template: OcrV1.Template(try store(context).renameValues(templateID: template.id, renames)))
+        return OcrV1.RenameValuesResponse(
+            template: OcrV1.Template(try store(context).renameValues(templateID: template.id, renames)))
     }
 
     public func updateTemplate(
@@ -242,7 +258,8 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
         }
         return OcrV1.UpdateTemplateResponse(
             template: OcrV1.Template(
-                try store(context).updateTemplate(id: template.id, name: request.name, description: request.description, renames: renames)))
+                try store(context).updateTemplate(
+                    id: template.id, name: request.name, description: request.description, renames: renames)))
     }
 
     public func deleteTemplate(
@@ -252,7 +269,9 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
         return OcrV1.DeleteTemplateResponse()
     }
 
-    public func addRecord(request: OcrV1.AddRecordRequest, context: ServerContext) async throws -> OcrV1.AddRecordResponse {
+    public func addRecord(request: OcrV1.AddRecordRequest, context: ServerContext) async throws
+        -> OcrV1.AddRecordResponse
+    {
         let template = try template(request.template, context)
         let (date, source) = try RequestValidation.recordDate(request.createdAt, source: request.dateSource)
         let record = try store(context).addRecord(
@@ -260,7 +279,9 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
         return OcrV1.AddRecordResponse(record: OcrV1.Record(record))
     }
 
-    public func updateRecord(request: OcrV1.UpdateRecordRequest, context: ServerContext) async throws -> OcrV1.UpdateRecordResponse {
+    public func updateRecord(request: OcrV1.UpdateRecordRequest, context: ServerContext) async throws
+        -> OcrV1.UpdateRecordResponse
+    {
         let templateID = request.template.isEmpty ? nil : try template(request.template, context).id
         var values: [String: String] = [:]
         for value in request.values {
@@ -273,7 +294,9 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
             throw RPCError(.invalidArgument, "nothing to change: give values or created_at")
         }
         return OcrV1.UpdateRecordResponse(
-            record: OcrV1.Record(try store(context).updateRecord(id: request.recordID, templateID: templateID, values: values, date: date)))
+            record: OcrV1.Record(
+                try store(context).updateRecord(
+                    id: request.recordID, templateID: templateID, values: values, date: date)))
     }
 
     public func latestRecords(
@@ -285,15 +308,20 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
             records: try store(context).latestRecords(templateID: template.id, limit: limit).map(OcrV1.Record.init))
     }
 
-    public func listRecords(request: OcrV1.ListRecordsRequest, context: ServerContext) async throws -> OcrV1.ListRecordsResponse {
+    public func listRecords(request: OcrV1.ListRecordsRequest, context: ServerContext) async throws
+        -> OcrV1.ListRecordsResponse
+    {
         let template = try template(request.template, context)
         let page = try store(context).records(
             templateID: template.id, pageSize: Int(min(request.pageSize, UInt32(Int32.max))),
             pageToken: request.pageToken.isEmpty ? nil : request.pageToken)
-        return OcrV1.ListRecordsResponse(records: page.records.map(OcrV1.Record.init), nextPageToken: page.nextPageToken ?? "")
+        return OcrV1.ListRecordsResponse(
+            records: page.records.map(OcrV1.Record.init), nextPageToken: page.nextPageToken ?? "")
     }
 
-    public func deleteRecord(request: OcrV1.DeleteRecordRequest, context: ServerContext) async throws -> OcrV1.DeleteRecordResponse {
+    public func deleteRecord(request: OcrV1.DeleteRecordRequest, context: ServerContext) async throws
+        -> OcrV1.DeleteRecordResponse
+    {
         try store(context).deleteRecord(id: request.recordID)
         return OcrV1.DeleteRecordResponse()
     }
@@ -308,10 +336,12 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
         try await response.send(OcrV1.ExportRecordsChunk(csv: RecordsCSV.header(template, format: format)))
         var token: String?
         repeat {
-            let page = try store(context).records(templateID: template.id, pageSize: Self.exportRecordsPerChunk, pageToken: token)
+            let page = try store(context).records(
+                templateID: template.id, pageSize: Self.exportRecordsPerChunk, pageToken: token)
             if !page.records.isEmpty {
                 try await response.send(
-                    OcrV1.ExportRecordsChunk(csv: page.records.map { RecordsCSV.line($0, template: template, format: format) }.joined()))
+                    OcrV1.ExportRecordsChunk(
+                        csv: page.records.map { RecordsCSV.line($0, template: template, format: format) }.joined()))
             }
             token = page.nextPageToken
         } while token != nil

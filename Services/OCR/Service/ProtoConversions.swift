@@ -62,7 +62,8 @@ extension OcrV1.Template {
     init(_ template: Template) {
         self.init(
             id: template.id, name: template.name, description: template.description,
-            createdAt: template.createdAt.timeIntervalSince1970, values: template.values.map(OcrV1.ValueDefinition.init))
+            createdAt: template.createdAt.timeIntervalSince1970, values: template.values.map(OcrV1.ValueDefinition.init)
+        )
     }
 }
 
@@ -119,7 +120,8 @@ extension OcrV1.Observation {
         guard observations.count <= maxObservationsWithNeighbourhood else { return observations.map { Self($0) } }
         return observations.map { observation in
             observation.level == .block
-                ? Self(observation) : Self(observation, neighbourhood: ValueNeighbourhood(of: observation, among: observations))
+                ? Self(observation)
+                : Self(observation, neighbourhood: ValueNeighbourhood(of: observation, among: observations))
         }
     }
 }
@@ -141,7 +143,8 @@ extension OcrV1.ScanResponse {
             text: result.text, observations: OcrV1.Observation.list(result.observations),
             pages: result.pages.map {
                 OcrV1.Page(
-                    width: UInt32($0.width), height: UInt32($0.height), orientationDegrees: UInt32($0.orientationDegrees),
+                    width: UInt32($0.width), height: UInt32($0.height),
+                    orientationDegrees: UInt32($0.orientationDegrees),
                     deskewDegrees: $0.deskewDegrees, inverted: $0.inverted, text: $0.text,
                     segmentation: OcrV1.Segmentation($0.segmentation), prepared: $0.prepared,
                     cutShort: $0.cutShort)

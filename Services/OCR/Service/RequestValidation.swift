@@ -26,7 +26,8 @@ enum RequestValidation {
         switch source {
         case .unspecified, .given: return (date, .given)
         case .exif: return (date, .exif)
-        case .upload: throw RPCError(.invalidArgument, "date_source UPLOAD takes no created_at (the server's clock dates it)")
+        case .upload:
+            throw RPCError(.invalidArgument, "date_source UPLOAD takes no created_at (the server's clock dates it)")
         case .unrecognized(let value): throw RPCError(.invalidArgument, "date_source \(value) is not known")
         }
     }
@@ -60,10 +61,12 @@ enum RequestValidation {
             case .block: .block
             case .line: .line
             case .sparse: .sparse
-            case .unrecognized(let value): throw RPCError(.invalidArgument, "options.segmentation \(value) is not known")
+            case .unrecognized(let value):
+                throw RPCError(.invalidArgument, "options.segmentation \(value) is not known")
             }
         return RecognitionOptions(
-            languages: options.languages.isEmpty ? RecognitionOptions.defaultLanguages : options.languages, level: level,
+            languages: options.languages.isEmpty ? RecognitionOptions.defaultLanguages : options.languages,
+            level: level,
             customWords: options.customWords, minimumTextHeight: options.minimumTextHeight, segmentation: segmentation)
     }
 }

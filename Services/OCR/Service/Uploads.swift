@@ -45,9 +45,11 @@ struct UploadCollector {
             if let batchLimit {
                 throw RPCError(
                     .resourceExhausted,
-                    "\(prefix)the batch's files together are larger than its limit of \(Self.describe(batchLimit)); send fewer files per batch")
+                    "\(prefix)the batch's files together are larger than its limit of \(Self.describe(batchLimit)); send fewer files per batch"
+                )
             }
-            throw RPCError(.resourceExhausted, "\(prefix)the image is larger than the upload limit of \(Self.describe(limit))")
+            throw RPCError(
+                .resourceExhausted, "\(prefix)the image is larger than the upload limit of \(Self.describe(limit))")
         }
         guard await reservation.grow(by: chunk.count, waitingUpTo: patience) else {
             let budget = reservation.budget
@@ -106,7 +108,8 @@ public enum DecodeHold {
             throw RPCError(
                 .resourceExhausted,
                 "reading this photo of \(pixels / 1_000_000) megapixels needs about \(bytes >> 20) MiB and the server's memory budget "
-                    + "(\(budget.limit >> 20) MiB, \(budget.used >> 20) held) had no room for it within \(patience); retry later")
+                    + "(\(budget.limit >> 20) MiB, \(budget.used >> 20) held) had no room for it within \(patience); retry later"
+            )
         }
         return held
     }

@@ -6,8 +6,8 @@ import Jobs
 import JobsService
 import RPC
 import ServiceKit
-import ZooCore
 import ZooAPI
+import ZooCore
 import ZooService
 
 /// The zoo service executable.
@@ -28,7 +28,9 @@ struct ZooCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("sample-data"),
-        help: "Directory of data files loaded into an empty database (default: the sample data in the Menagerie_ZooCore.resources bundle beside the executable).")
+        help:
+            "Directory of data files loaded into an empty database (default: the sample data in the Menagerie_ZooCore.resources bundle beside the executable)."
+    )
     var sampleData: String?
 
     @Flag(name: .customLong("no-sample-data"), help: "Start with an empty database instead of loading the sample data.")
@@ -36,7 +38,9 @@ struct ZooCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("web"),
-        help: "Directory of the web page served at / (default: Web in the Menagerie_ZooService.resources bundle beside the executable).")
+        help:
+            "Directory of the web page served at / (default: Web in the Menagerie_ZooService.resources bundle beside the executable)."
+    )
     var webDirectory: String?
 
     @Option(name: .customLong("walking-speed"), help: "Walking pace for route durations, in metres per second.")
@@ -44,12 +48,16 @@ struct ZooCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("refresh"),
-        help: "Cron expression for refreshing from the --refresh-source sources, e.g. \"0 2 * * 6\" (Saturdays 02:00 local time).")
+        help:
+            "Cron expression for refreshing from the --refresh-source sources, e.g. \"0 2 * * 6\" (Saturdays 02:00 local time)."
+    )
     var refreshCron: String?
 
     @Option(
         name: .customLong("refresh-source"),
-        help: "[KIND=]PATH|URL to refresh from (repeatable): a file, a directory of the open data's files, or an http(s) URL. Also loaded into an empty database instead of the sample data.")
+        help:
+            "[KIND=]PATH|URL to refresh from (repeatable): a file, a directory of the open data's files, or an http(s) URL. Also loaded into an empty database instead of the sample data."
+    )
     var refreshSources: [String] = []
 
     func validate() throws {
@@ -82,20 +90,27 @@ struct ZooCommand: AsyncParsableCommand {
                         library: library, sources: try refreshSources.map { try RefreshSource(parsing: $0) },
                         scheduler: RefreshScheduler(schedule: try CronSchedule(cron)), logger: environment.logger)
                 }
-                if try library.isEmpty { await loadInitialData(into: library, refresher: refresher, logger: environment.logger) }
+                if try library.isEmpty {
+                    await loadInitialData(into: library, refresher: refresher, logger: environment.logger)
+                }
                 // Imports run as jobs, recorded beside the zoo's data so every replica answers for them.
                 let jobs = try await ServiceJobs(
                     database: library.database, logger: environment.logger,
                     shutdownGrace: environment.shutdownGrace, limits: environment.jobs)
                 // A --web directory must exist; the bundled page may be absent (a binary copied without its bundle).
                 let bundled = ZooHTTP.bundledWebDirectory
-                let web = webDirectory.map { URL(fileURLWithPath: $0) }
+                let web =
+                    webDirectory.map { URL(fileURLWithPath: $0) }
                     ?? (FileManager.default.fileExists(atPath: bundled.path) ? bundled : nil)
                 return AppServices(
-                    rpc: [ZooService(
-                        library: library, refresher: refresher, jobs: jobs.runner, tiles: tiles, tilesShared: environment.cluster == nil), jobs.rpcService],
+                    rpc: [
+                        ZooService(
+                            library: library, refresher: refresher, jobs: jobs.runner, tiles: tiles,
+                            tilesShared: environment.cluster == nil), jobs.rpcService,
+                    ],
                     background: [jobs.backgroundService] + (refresher.map { [$0] } ?? []),
-                    http: try ZooHTTP.routes(library: library, webDirectory: web, tiles: tiles, nextUpdate: { refresher?.scheduler.nextRun }),
+                    http: try ZooHTTP.routes(
+                        library: library, webDirectory: web, tiles: tiles, nextUpdate: { refresher?.scheduler.nextRun }),
                     access: Self.access,
                     answerCache: ZooHTTP.answerCache(library: library))
             }
@@ -125,7 +140,9 @@ struct ZooCommand: AsyncParsableCommand {
     private func loadSampleData(into library: ZooLibrary, logger: Logger) {
         let directory = sampleData.map { URL(fileURLWithPath: $0) } ?? ZooDataSet.bundledSampleDirectory
         guard FileManager.default.fileExists(atPath: directory.path) else {
-            logger.warning("the database is empty and there is no sample data at \(directory.path); load data with gateway zoo import")
+            logger.warning(
+                "the database is empty and there is no sample data at \(directory.path); load data with gateway zoo import"
+            )
             return
         }
         do {

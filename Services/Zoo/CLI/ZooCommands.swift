@@ -17,7 +17,8 @@ public struct ZooCommands: AsyncParsableCommand {
             missing argument) exits 64. Negative numbers are values: --from -33.9,18.4.
             """,
         subcommands: [
-            ZooSearch.self, ZooShow.self, ZooFilters.self, ZooStatus.self, ZooImport.self, ZooRoute.self, ZooNearby.self,
+            ZooSearch.self, ZooShow.self, ZooFilters.self, ZooStatus.self, ZooImport.self, ZooRoute.self,
+            ZooNearby.self,
             ZooTour.self, ZooGeoJSON.self, ZooCatalogue.self, ZooGraph.self, JobsCommands<ZooCommands>.self,
         ])
 

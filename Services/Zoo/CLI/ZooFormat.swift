@@ -9,7 +9,9 @@ import ZooAPI
 enum ZooFormat {
     /// Parses `LAT,LON`; anything else is INVALID_ARGUMENT naming `option`.
     static func coordinate(_ text: String, option: String) throws -> ZooV1.GeoPoint {
-        let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false).map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
         guard parts.count == 2, let lat = Double(parts[0]), let lon = Double(parts[1]) else {
             throw InvalidValue("\(option) \"\(text)\" is not LAT,LON (e.g. 50.1163,14.4000)")
         }

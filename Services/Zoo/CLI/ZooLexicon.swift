@@ -48,16 +48,21 @@ struct ZooSearch: AsyncParsableCommand {
     func run() async throws {
         try await global.withZoo { zoo in
             let request = ZooV1.SearchAnimalsRequest(
-                text: text, classes: classes, foods: foods, biotopes: biotopes, zooHouses: houses, continents: continents,
+                text: text, classes: classes, foods: foods, biotopes: biotopes, zooHouses: houses,
+                continents: continents,
                 includeUnavailable: all, offset: offset, pageSize: limit)
             let reply = try await zoo.searchAnimals(request, options: global.callOptions)
             try global.render(
-                reply, text: {
+                reply,
+                text: {
                     printTable(
                         ["ID", "NAME", "LATIN NAME", "CLASS", "LOCATION"],
                         reply.animals.map { animal in
-                            [String(animal.id), animal.name + (animal.available ? "" : " (not kept)"), animal.latinName ?? "-",
-                             animal.className ?? "-", animal.location ?? "-"]
+                            [
+                                String(animal.id), animal.name + (animal.available ? "" : " (not kept)"),
+                                animal.latinName ?? "-",
+                                animal.className ?? "-", animal.location ?? "-",
+                            ]
                         })
                     print(Self.pageLine(offset: Int(offset), shown: reply.animals.count, total: Int(reply.total)))
                 })
@@ -95,8 +100,11 @@ struct ZooShow: AsyncParsableCommand {
 
     func run() async throws {
         try await global.withZoo { zoo in
-            let reply = try await zoo.getAnimal(ZooV1.GetAnimalRequest(id: id, includeUnavailable: all), options: global.callOptions)
-            guard let animal = reply.animal else { throw RPCError(.internalError, "the service answered without the animal") }
+            let reply = try await zoo.getAnimal(
+                ZooV1.GetAnimalRequest(id: id, includeUnavailable: all), options: global.callOptions)
+            guard let animal = reply.animal else {
+                throw RPCError(.internalError, "the service answered without the animal")
+            }
             try global.render(reply, text: { print(Self.text(animal)) })
         }
     }
@@ -107,21 +115,29 @@ struct ZooShow: AsyncParsableCommand {
         let adoption = animal.adoption.map { adoption in
             (adoption.priceCzk.map { "\($0) CZK" } ?? "price not given") + (adoption.visitable ? "" : ", not visitable")
         }
-        let locations = list(animal.mapLocations.map { location in
-            location.name + (location.anchor.map { String(format: " (%.5f,%.5f)", $0.lat, $0.lon) } ?? "")
-        })
+        let locations = list(
+            animal.mapLocations.map { location in
+                location.name + (location.anchor.map { String(format: " (%.5f,%.5f)", $0.lat, $0.lon) } ?? "")
+            })
         let fields: [(String, String?)] = [
             ("Id", String(animal.id)), ("Also called", list(animal.otherNames)), ("English", animal.englishName),
             ("Class", taxon(animal.taxonClass)),
-            ("Order", taxon(animal.order)), ("Kept now", animal.available ? "yes" : "no"), ("Location", animal.location),
-            ("Location page", animal.locationURL), ("Map locations", locations), ("Continents", list(animal.continents)),
+            ("Order", taxon(animal.order)), ("Kept now", animal.available ? "yes" : "no"),
+            ("Location", animal.location),
+            ("Location page", animal.locationURL), ("Map locations", locations),
+            ("Continents", list(animal.continents)),
             ("Range", animal.range), ("Biotopes", list(animal.biotopes)), ("Biotope", animal.biotopeDetail),
             ("Food", list(animal.foods)), ("Diet", animal.foodDetail), ("Proportions", animal.proportions),
             ("Reproduction", animal.reproduction), ("Adoption", adoption), ("Image", animal.imageURL),
             ("Description", animal.description), ("Interesting facts", animal.interestingFacts),
             ("Projects", animal.projects), ("Breeding in Prague", animal.breeding),
             ("Sources", list(animal.sources.compactMap(ZooFormat.fileKindName))),
-            ("Walk to", animal.placeKind == .unspecified ? animal.unroutableReason.map { "nowhere: \($0)" } : ZooFormat.destination(animal.placeKind, animal.placeName)),
+            (
+                "Walk to",
+                animal.placeKind == .unspecified
+                    ? animal.unroutableReason.map { "nowhere: \($0)" }
+                    : ZooFormat.destination(animal.placeKind, animal.placeName)
+            ),
         ]
         let title = animal.name + (animal.latinName.map { " (\($0))" } ?? "")
         return ([title] + fields.compactMap { label, value in value.map { "\(label): \($0)" } }).joined(separator: "\n")
@@ -132,8 +148,11 @@ struct ZooShow: AsyncParsableCommand {
 struct ZooFilters: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "filters",
-        abstract: "List the values of each filter (class, food, biotope, house, continent) with how many animals have each.",
-        discussion: #"With --json: the ListFilterValuesResponse, {"classes": [{"value", "count"}, …], "foods", "biotopes", "zooHouses", "continents"}."#)
+        abstract:
+            "List the values of each filter (class, food, biotope, house, continent) with how many animals have each.",
+        discussion:
+            #"With --json: the ListFilterValuesResponse, {"classes": [{"value", "count"}, …], "foods", "biotopes", "zooHouses", "continents"}."#
+    )
 
     @Flag(help: "Count animals the zoo does not currently keep too.")
     var all = false
@@ -142,16 +161,21 @@ struct ZooFilters: AsyncParsableCommand {
 
     func run() async throws {
         try await global.withZoo { zoo in
-            let reply = try await zoo.listFilterValues(ZooV1.ListFilterValuesRequest(includeUnavailable: all), options: global.callOptions)
+            let reply = try await zoo.listFilterValues(
+                ZooV1.ListFilterValuesRequest(includeUnavailable: all), options: global.callOptions)
             let kinds: [(String, String, [ZooV1.FilterValue])] = [
-                ("classes", "--class", reply.classes), ("foods", "--food", reply.foods), ("biotopes", "--biotope", reply.biotopes),
+                ("classes", "--class", reply.classes), ("foods", "--food", reply.foods),
+                ("biotopes", "--biotope", reply.biotopes),
                 ("zoo_houses", "--house", reply.zooHouses), ("continents", "--continent", reply.continents),
             ]
             try global.render(
-                reply, text: {
+                reply,
+                text: {
                     for (index, (_, option, values)) in kinds.enumerated() {
                         if index > 0 { print("") }
-                        printTable([option.uppercased().replacingOccurrences(of: "-", with: ""), "ANIMALS"], values.map { [$0.value, String($0.count)] })
+                        printTable(
+                            [option.uppercased().replacingOccurrences(of: "-", with: ""), "ANIMALS"],
+                            values.map { [$0.value, String($0.count)] })
                     }
                 })
         }

@@ -8,8 +8,10 @@ public struct ZooDataSet: Sendable {
     public var bounds: MapBounds?
     public var joins: MapJoinTables
 
-    public init(lexicon: LexiconImport, adoptions: [Adoption] = [], network: FootpathNetwork, bounds: MapBounds? = nil,
-                joins: MapJoinTables = MapJoinTables()) {
+    public init(
+        lexicon: LexiconImport, adoptions: [Adoption] = [], network: FootpathNetwork, bounds: MapBounds? = nil,
+        joins: MapJoinTables = MapJoinTables()
+    ) {
         self.lexicon = lexicon
         self.adoptions = adoptions
         self.network = network
@@ -32,17 +34,21 @@ public struct ZooDataSet: Sendable {
         let positions = Dictionary(network.nodes.map { ($0.id, $0.position) }, uniquingKeysWith: { first, _ in first })
         return network.roads.compactMap { road in
             guard !known.contains(road.id), let name = joins.pavilionNames[road.id],
-                  let middle = positions[road.nodeIDs[road.nodeIDs.count / 2]] else { return nil }
-            return MapFeature(id: road.id, name: name, isAnimalPen: false, isBuilding: false, singularNames: nil,
-                              outline: [middle], animalNames: [])
+                let middle = positions[road.nodeIDs[road.nodeIDs.count / 2]]
+            else { return nil }
+            return MapFeature(
+                id: road.id, name: name, isAnimalPen: false, isBuilding: false, singularNames: nil,
+                outline: [middle], animalNames: [])
         }
     }
 
     /// Indexes the data for answering requests.
     public func snapshot(walkingSpeed: Double = 1.2) -> ZooSnapshot {
-        let catalogue = Catalogue(animals: lexicon.animals, mapFeatures: lexicon.mapFeatures + namedPaths(), adoptions: adoptions,
-                                  joins: joins)
-        return ZooSnapshot(catalogue: catalogue,
-                           router: Router(graph: FootpathGraph(network: network), bounds: bounds, walkingSpeed: walkingSpeed))
+        let catalogue = Catalogue(
+            animals: lexicon.animals, mapFeatures: lexicon.mapFeatures + namedPaths(), adoptions: adoptions,
+            joins: joins)
+        return ZooSnapshot(
+            catalogue: catalogue,
+            router: Router(graph: FootpathGraph(network: network), bounds: bounds, walkingSpeed: walkingSpeed))
     }
 }

@@ -15,7 +15,9 @@ public struct ZooError: CategorizedError, Equatable, CustomStringConvertible {
     public static func unknownAnimal(id: Int) -> ZooError { ZooError(.notFound, "no animal with id \(id)") }
 
     /// No pavilion (zoo house) of this name on the map.
-    public static func unknownPavilion(_ name: String) -> ZooError { ZooError(.notFound, "no pavilion named \"\(name)\" on the map") }
+    public static func unknownPavilion(_ name: String) -> ZooError {
+        ZooError(.notFound, "no pavilion named \"\(name)\" on the map")
+    }
 
     /// Latitude/longitude that are not numbers or outside their ranges.
     public static func malformedCoordinate(lat: Double, lon: Double) -> ZooError {

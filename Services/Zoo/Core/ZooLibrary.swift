@@ -45,14 +45,19 @@ public final class ZooLibrary: Sendable {
         self.walkingSpeed = walkingSpeed
         self.recheckInterval = recheckInterval
         let version = try database.dataVersion
-        let (generation, data) = try database.read { db in (try ZooTables.generation(db), try ZooTables.loadDataSet(db)) }
-        loaded = Mutex(Loaded(dataVersion: version, generation: generation, snapshot: data.snapshot(walkingSpeed: walkingSpeed)))
+        let (generation, data) = try database.read { db in (try ZooTables.generation(db), try ZooTables.loadDataSet(db))
+        }
+        loaded = Mutex(
+            Loaded(dataVersion: version, generation: generation, snapshot: data.snapshot(walkingSpeed: walkingSpeed)))
     }
 
     /// Opens (creating and migrating when needed) the database file at `path`.
-    public convenience init(path: String, walkingSpeed: Double = 1.2, recheckInterval: Duration = .milliseconds(50)) throws {
-        try self.init(database: Database(path: path, migrations: ZooSchema.migrations), walkingSpeed: walkingSpeed,
-                      recheckInterval: recheckInterval)
+    public convenience init(path: String, walkingSpeed: Double = 1.2, recheckInterval: Duration = .milliseconds(50))
+        throws
+    {
+        try self.init(
+            database: Database(path: path, migrations: ZooSchema.migrations), walkingSpeed: walkingSpeed,
+            recheckInterval: recheckInterval)
     }
 
     /// The current data. At most every `recheckInterval` it checks (cheaply) whether another connection
@@ -62,7 +67,7 @@ public final class ZooLibrary: Sendable {
         let now = DispatchTime.now().uptimeNanoseconds
         let previous = lastCheck.load(ordering: .relaxed)
         guard recheckIsDue(now: now, lastCheck: previous),
-              lastCheck.compareExchange(expected: previous, desired: now, ordering: .relaxed).exchanged
+            lastCheck.compareExchange(expected: previous, desired: now, ordering: .relaxed).exchanged
         else { return loaded.withLock { $0.snapshot } }
         let version = try database.dataVersion
         let current = loaded.withLock { $0 }
@@ -75,7 +80,8 @@ public final class ZooLibrary: Sendable {
     /// the database: what a cache of answers keys them by on an event loop, so that a kept answer is never older
     /// than an answer `snapshot()` would give.
     public var checkedGeneration: Int64? {
-        guard !recheckIsDue(now: DispatchTime.now().uptimeNanoseconds, lastCheck: lastCheck.load(ordering: .relaxed)) else { return nil }
+        guard !recheckIsDue(now: DispatchTime.now().uptimeNanoseconds, lastCheck: lastCheck.load(ordering: .relaxed))
+        else { return nil }
         return loaded.withLock { $0.generation }
     }
 
@@ -116,15 +122,18 @@ public final class ZooLibrary: Sendable {
         do {
             let batch = try ImportBatch.parse(files) { index in
                 let done = files[..<index].reduce(0) { $0 + $1.content.count }
-                progress(ImportProgress(stage: .parsing, fraction: 0.6 * Double(done) / Double(totalBytes),
-                                        message: "parsing \(files[index].name)"))
+                progress(
+                    ImportProgress(
+                        stage: .parsing, fraction: 0.6 * Double(done) / Double(totalBytes),
+                        message: "parsing \(files[index].name)"))
             }
             progress(ImportProgress(stage: .writing, fraction: 0.6, message: "writing"))
             let record: ImportRecord? = try database.write { db in
                 if onlyIfEmpty, try ZooTables.generation(db) != 0 { return nil }
                 if let scheduledFor, try ZooTables.hasScheduledImport(for: scheduledFor, db) { return nil }
                 let id = try ZooTables.insertImport(
-                    source: source, trigger: trigger, scheduledFor: scheduledFor, startedAt: started, finishedAt: started,
+                    source: source, trigger: trigger, scheduledFor: scheduledFor, startedAt: started,
+                    finishedAt: started,
                     files: batch.files, error: nil, db)
                 try ZooTables.write(batch, importID: id, db) { message in
                     progress(ImportProgress(stage: .writing, fraction: 0.7, message: "writing \(message)"))
@@ -133,20 +142,25 @@ public final class ZooLibrary: Sendable {
                 try db.execute(
                     "UPDATE imports SET finished_at = ?, lexicon_merge = ? WHERE id = ?",
                     [finished.timeIntervalSince1970, try batch.lexiconMerge.map(ZooTables.encodeMerge), id])
-                return ImportRecord(id: id, source: source, trigger: trigger, startedAt: started, finishedAt: finished,
-                                    succeeded: true, files: batch.files, error: nil, lexiconMerge: batch.lexiconMerge)
+                return ImportRecord(
+                    id: id, source: source, trigger: trigger, startedAt: started, finishedAt: finished,
+                    succeeded: true, files: batch.files, error: nil, lexiconMerge: batch.lexiconMerge)
             }
             guard let record else { return nil }
             progress(ImportProgress(stage: .indexing, fraction: 0.85, message: "indexing"))
             try rebuilding.withLock { _ in _ = try rebuild(seen: try database.dataVersion) }
-            progress(ImportProgress(
-                stage: .done, fraction: 1,
-                message: "imported \(record.rowsImported) records, skipped \(record.rowsSkipped)"))
+            progress(
+                ImportProgress(
+                    stage: .done, fraction: 1,
+                    message: "imported \(record.rowsImported) records, skipped \(record.rowsSkipped)"))
             return record
         } catch {
             recordFailedImport(
                 source: source, trigger: trigger, scheduledFor: scheduledFor, startedAt: started,
-                files: files.map { ImportedFile(kind: $0.kind, name: $0.name, sizeBytes: $0.content.count, rowsImported: 0, skipped: []) },
+                files: files.map {
+                    ImportedFile(
+                        kind: $0.kind, name: $0.name, sizeBytes: $0.content.count, rowsImported: 0, skipped: [])
+                },
                 error: error)
             throw error
         }
@@ -175,8 +189,9 @@ public final class ZooLibrary: Sendable {
     @discardableResult
     public func loadSampleDataIfEmpty(from directory: URL) throws -> ImportRecord? {
         guard try isEmpty else { return nil }
-        return try importFiles(ZooSourceFile.directory(directory), source: "sample data in \(directory.path)",
-                               trigger: .sampleData, onlyIfEmpty: true)
+        return try importFiles(
+            ZooSourceFile.directory(directory), source: "sample data in \(directory.path)",
+            trigger: .sampleData, onlyIfEmpty: true)
     }
 
     /// Reloads the snapshot when the stored generation differs from the loaded one. Call with `rebuilding` held.
@@ -187,7 +202,9 @@ public final class ZooLibrary: Sendable {
             loaded.withLock { $0.dataVersion = version }
             return current.snapshot
         }
-        let (loadedGeneration, data) = try database.read { db in (try ZooTables.generation(db), try ZooTables.loadDataSet(db)) }
+        let (loadedGeneration, data) = try database.read { db in
+            (try ZooTables.generation(db), try ZooTables.loadDataSet(db))
+        }
         let snapshot = data.snapshot(walkingSpeed: walkingSpeed)
         loaded.withLock { $0 = Loaded(dataVersion: version, generation: loadedGeneration, snapshot: snapshot) }
         return snapshot

@@ -86,16 +86,18 @@ public final class ZooSnapshot: Sendable {
     }
 
     /// The shortest walk between two places, and what it ends at (an animal's pen, or its house or zoo part).
-    public func routeWithDestination(from start: Place, to end: Place) throws(ZooError) -> (route: Route, destination: Destination) {
+    public func routeWithDestination(from start: Place, to end: Place) throws(ZooError) -> (
+        route: Route, destination: Destination
+    ) {
         var starts = try snaps(for: start), ends = try snaps(for: end)
         // A point joins the footpaths where the other end can be walked to, not merely the nearest footpath.
         switch (start, end) {
-        case let (.point(first), .point(last)):
+        case (.point(let first), .point(let last)):
             let (from, to) = try router.snapPair(first, last)
             (starts, ends) = ([(0, from)], [(0, to)])
-        case let (.point(first), _):
+        case (.point(let first), _):
             starts = [(0, try router.snap(first, reaching: ends.map(\.snap)))]
-        case let (_, .point(last)):
+        case (_, .point(let last)):
             ends = [(0, try router.snap(last, reaching: starts.map(\.snap)))]
         default:
             break
@@ -114,8 +116,10 @@ public final class ZooSnapshot: Sendable {
                 default: Destination(kind: .pen, name: catalogue.features[featureID]?.name ?? "", featureID: featureID)
                 }
             case .pavilion(let name):
-                Destination(kind: catalogue.house(named: name)?.kind ?? .house, name: catalogue.house(named: name)?.name ?? name,
-                            featureID: featureID)
+                Destination(
+                    kind: catalogue.house(named: name)?.kind ?? .house,
+                    name: catalogue.house(named: name)?.name ?? name,
+                    featureID: featureID)
             }
         return (route, destination)
     }
@@ -137,9 +141,11 @@ public final class ZooSnapshot: Sendable {
                     }
                     continue
                 }
-                reason = "its \(placement.kind == .pen ? "pen" : placement.kind.rawValue + " \"" + placement.name + "\"") is on no footpath of the map"
+                reason =
+                    "its \(placement.kind == .pen ? "pen" : placement.kind.rawValue + " \"" + placement.name + "\"") is on no footpath of the map"
             } else if let location = animal.location {
-                reason = "no pen of its own, and nothing places \"\(location)\" on the map (no building of that name, no pen of its animals)"
+                reason =
+                    "no pen of its own, and nothing places \"\(location)\" on the map (no building of that name, no pen of its animals)"
             } else {
                 reason = "no location in either source (no pen, no house or zoo part)"
             }
@@ -150,7 +156,8 @@ public final class ZooSnapshot: Sendable {
             if house.featureIDs.contains(where: { featureSnaps[$0] != nil }) {
                 result.routableHouses += 1
             } else {
-                let reason = house.featureIDs.isEmpty
+                let reason =
+                    house.featureIDs.isEmpty
                     ? "no building, path or animal pen of it on the map" : "its places are on no footpath of the map"
                 result.unroutableHouses.append(Unroutable(animalID: nil, name: house.name, reason: reason))
             }
@@ -161,7 +168,9 @@ public final class ZooSnapshot: Sendable {
     /// Currently kept animals with a map location within `radius` metres of walking from `point`,
     /// nearest first.
     public func nearby(_ point: GeoPoint, radius: Double) throws(ZooError) -> [NearbyAnimal] {
-        guard radius.isFinite, radius >= 0 else { throw .invalidArgument("radius must be a non-negative number of metres") }
+        guard radius.isFinite, radius >= 0 else {
+            throw .invalidArgument("radius must be a non-negative number of metres")
+        }
         // The map locations are on the zoo's network: a point beside a bit of path that joins nothing starts there.
         let start = try router.snap(point, within: [router.graph.mainComponent])
         let distances = router.graph.distances(from: start, limit: radius)
@@ -173,7 +182,9 @@ public final class ZooSnapshot: Sendable {
                 let distance = router.graph.distance(using: distances, from: start, to: snap)
                 if distance <= radius, distance < nearest?.0 ?? .infinity { nearest = (distance, id) }
             }
-            if let (distance, id) = nearest { result.append(NearbyAnimal(animal: animal, distanceMeters: distance, featureID: id)) }
+            if let (distance, id) = nearest {
+                result.append(NearbyAnimal(animal: animal, distanceMeters: distance, featureID: id))
+            }
         }
         return result.sorted { ($0.distanceMeters, $0.animal.id) < ($1.distanceMeters, $1.animal.id) }
     }
@@ -193,7 +204,11 @@ public final class ZooSnapshot: Sendable {
         var points = [origin]
         var candidates: [[Int]] = []
         for stop in stops {
-            candidates.append(stop.locations.map { location in points.append(location.snap); return points.count - 1 })
+            candidates.append(
+                stop.locations.map { location in
+                    points.append(location.snap)
+                    return points.count - 1
+                })
         }
         let matrix = points.map { from in
             let distances = router.graph.distances(from: from)
@@ -222,7 +237,10 @@ public final class ZooSnapshot: Sendable {
         var from = origin
         for (stop, point) in order {
             let route = try router.route(from: from, to: points[point])
-            legs.append(TourLeg(animal: stops[stop].animal, featureID: stops[stop].locations[candidates[stop].firstIndex(of: point)!].featureID, route: route))
+            legs.append(
+                TourLeg(
+                    animal: stops[stop].animal,
+                    featureID: stops[stop].locations[candidates[stop].firstIndex(of: point)!].featureID, route: route))
             from = points[point]
         }
         let total = legs.reduce(0) { $0 + $1.route.distanceMeters }
@@ -230,7 +248,9 @@ public final class ZooSnapshot: Sendable {
     }
 
     /// 2-opt on an open path with a fixed start: reverses sub-sequences while that shortens the walk.
-    static func twoOpt(_ order: [(stop: Int, point: Int)], start: Int, distance: (Int, Int) -> Double) -> [(stop: Int, point: Int)] {
+    static func twoOpt(_ order: [(stop: Int, point: Int)], start: Int, distance: (Int, Int) -> Double) -> [(
+        stop: Int, point: Int
+    )] {
         var order = order
         var improved = true
         while improved {
@@ -262,7 +282,9 @@ public final class ZooSnapshot: Sendable {
             guard !snaps.isEmpty else { throw .noMapLocation(animalID: animal.id, name: animal.name) }
             return snaps
         case .pavilion(let name):
-            let snaps = (catalogue.house(named: name)?.featureIDs ?? []).compactMap { id in featureSnaps[id].map { (id, $0) } }
+            let snaps = (catalogue.house(named: name)?.featureIDs ?? []).compactMap { id in
+                featureSnaps[id].map { (id, $0) }
+            }
             guard !snaps.isEmpty else { throw .unknownPavilion(name) }
             return snaps
         }

@@ -47,7 +47,8 @@ extension ZooV1.Routability {
     init(_ value: Routability) {
         self.init(
             animals: Int32(clamping: value.animals), routableAnimals: Int32(clamping: value.routableAnimals),
-            toPen: Int32(clamping: value.toPen), toHouse: Int32(clamping: value.toHouse), toZooPart: Int32(clamping: value.toZooPart),
+            toPen: Int32(clamping: value.toPen), toHouse: Int32(clamping: value.toHouse),
+            toZooPart: Int32(clamping: value.toZooPart),
             houses: Int32(clamping: value.houses), routableHouses: Int32(clamping: value.routableHouses),
             unroutableAnimals: value.unroutableAnimals.map(ZooV1.Unroutable.init),
             unroutableHouses: value.unroutableHouses.map(ZooV1.Unroutable.init))
@@ -62,7 +63,10 @@ extension ZooV1.Animal {
         placeKind = routable.map { ZooV1.PlaceKind($0.kind) } ?? .unspecified
         placeName = routable?.name ?? ""
         if routable == nil {
-            unroutableReason = animal.isCurrentlyAvailable ? (animal.location.map { "nothing places \"\($0)\" on the map" } ?? "no location in either source") : "not kept now"
+            unroutableReason =
+                animal.isCurrentlyAvailable
+                ? (animal.location.map { "nothing places \"\($0)\" on the map" } ?? "no location in either source")
+                : "not kept now"
         }
     }
 
@@ -77,13 +81,15 @@ extension ZooV1.Animal {
             breeding: animal.breeding, location: animal.location, locationURL: animal.locationURL,
             imageURL: animal.imageURL, imageAlt: animal.imageAlt, available: animal.isCurrentlyAvailable,
             adoption: animal.adoption.map {
-                ZooV1.Adoption(czechName: $0.czechName, englishName: $0.englishName, className: $0.className,
-                               priceCzk: $0.priceCZK.map(Int64.init), visitable: $0.visitable)
+                ZooV1.Adoption(
+                    czechName: $0.czechName, englishName: $0.englishName, className: $0.className,
+                    priceCzk: $0.priceCZK.map(Int64.init), visitable: $0.visitable)
             },
             mapLocations: locations.map {
-                ZooV1.MapLocation(id: $0.id, name: $0.name, isBuilding: $0.isBuilding, isAnimalPen: $0.isAnimalPen,
-                                  anchor: ZooV1.GeoPoint($0.anchor), outline: $0.outline.map(ZooV1.GeoPoint.init),
-                                  singularNames: $0.singularNames ?? [])
+                ZooV1.MapLocation(
+                    id: $0.id, name: $0.name, isBuilding: $0.isBuilding, isAnimalPen: $0.isAnimalPen,
+                    anchor: ZooV1.GeoPoint($0.anchor), outline: $0.outline.map(ZooV1.GeoPoint.init),
+                    singularNames: $0.singularNames ?? [])
             },
             sources: animal.sources.map(ZooV1.FileKind.init), otherNames: animal.otherNames)
     }
@@ -95,8 +101,9 @@ extension ZooV1.FilterValue {
 
 extension ZooV1.Route {
     init(_ route: Route) {
-        self.init(distanceM: route.distanceMeters, durationS: route.durationSeconds, nodeIds: route.nodeIDs,
-                  coordinates: route.coordinates.map(ZooV1.GeoPoint.init))
+        self.init(
+            distanceM: route.distanceMeters, durationS: route.durationSeconds, nodeIds: route.nodeIDs,
+            coordinates: route.coordinates.map(ZooV1.GeoPoint.init))
     }
 }
 
@@ -139,14 +146,16 @@ extension ZooV1.ImportRecord {
                     kind: ZooV1.FileKind(file.kind), name: file.name, sizeBytes: Int64(file.sizeBytes),
                     rowsImported: Int32(clamping: file.rowsImported),
                     skipped: file.skipped.map {
-                        ZooV1.SkippedRow(row: Int32(clamping: $0.row), line: Int32(clamping: $0.line), reason: $0.reason)
+                        ZooV1.SkippedRow(
+                            row: Int32(clamping: $0.row), line: Int32(clamping: $0.line), reason: $0.reason)
                     })
             },
             rowsImported: Int32(clamping: record.rowsImported), rowsSkipped: Int32(clamping: record.rowsSkipped),
             error: record.error,
             lexiconMerge: record.lexiconMerge.map { merge in
                 ZooV1.LexiconMerge(
-                    websiteEntries: Int32(clamping: merge.websiteEntries), lexiconRows: Int32(clamping: merge.lexiconRows),
+                    websiteEntries: Int32(clamping: merge.websiteEntries),
+                    lexiconRows: Int32(clamping: merge.lexiconRows),
                     matchedByLatinName: Int32(clamping: merge.matchedByLatinName),
                     matchedByCzechName: Int32(clamping: merge.matchedByCzechName), added: Int32(clamping: merge.added),
                     addedIDBase: Int64(merge.addedIDBase), conflicts: merge.conflicts)
@@ -165,7 +174,6 @@ extension ZooV1.DataCounts {
             footpathNodes: Int32(clamping: counts.footpathNodes), footpathEdges: Int32(clamping: counts.footpathEdges))
     }
 }
-
 
 extension ZooV1.MapTiles {
     init(_ info: MapTilesStore.Info) {

@@ -20,18 +20,22 @@ enum RequestValidation {
 
     static func search(_ request: ZooV1.SearchAnimalsRequest) throws -> SearchQuery {
         try text(request.text, field: "text", allowEmpty: true)
-        guard (0...Int32(maxOffset)).contains(request.offset) else { throw invalid("offset must be 0…\(maxOffset), got \(request.offset)") }
+        guard (0...Int32(maxOffset)).contains(request.offset) else {
+            throw invalid("offset must be 0…\(maxOffset), got \(request.offset)")
+        }
         let pageSize = request.pageSize ?? Int32(defaultPageSize)
         guard (0...Int32(Catalogue.maxPageSize)).contains(pageSize) else {
             throw invalid("page_size must be 0…\(Catalogue.maxPageSize), got \(pageSize)")
         }
         let filter = AnimalFilter(
-            classes: try filterValues(request.classes, field: "classes"), foods: try filterValues(request.foods, field: "foods"),
+            classes: try filterValues(request.classes, field: "classes"),
+            foods: try filterValues(request.foods, field: "foods"),
             biotopes: try filterValues(request.biotopes, field: "biotopes"),
             zooHouses: try filterValues(request.zooHouses, field: "zoo_houses"),
             continents: try filterValues(request.continents, field: "continents"))
-        return SearchQuery(text: request.text, filter: filter, includeUnavailable: request.includeUnavailable,
-                           offset: Int(request.offset), limit: Int(pageSize))
+        return SearchQuery(
+            text: request.text, filter: filter, includeUnavailable: request.includeUnavailable,
+            offset: Int(request.offset), limit: Int(pageSize))
     }
 
     static let defaultExportPageSize = 100
@@ -46,7 +50,9 @@ enum RequestValidation {
     }
 
     static func animalID(_ id: Int64, field: String = "id") throws -> Int {
-        guard id > 0, let value = Int(exactly: id) else { throw invalid("\(field) must be a positive animal id, got \(id)") }
+        guard id > 0, let value = Int(exactly: id) else {
+            throw invalid("\(field) must be a positive animal id, got \(id)")
+        }
         return value
     }
 
@@ -54,7 +60,9 @@ enum RequestValidation {
         guard let point else { throw invalid("\(field) is required") }
         let value = GeoPoint(lat: point.lat, lon: point.lon)
         guard Geo.isValid(value) else {
-            throw invalid("\(field) (\(point.lat), \(point.lon)) is not a coordinate: latitude must be -90…90 and longitude -180…180")
+            throw invalid(
+                "\(field) (\(point.lat), \(point.lon)) is not a coordinate: latitude must be -90…90 and longitude -180…180"
+            )
         }
         return value
     }
@@ -65,7 +73,9 @@ enum RequestValidation {
         guard given == 1 else {
             throw invalid("\(field) must give exactly one of point, animal_id and zoo_house (\(given) given)")
         }
-        if let animalID = place.animalID { return .animal(id: try self.animalID(animalID, field: "\(field).animal_id")) }
+        if let animalID = place.animalID {
+            return .animal(id: try self.animalID(animalID, field: "\(field).animal_id"))
+        }
         if let house = place.zooHouse {
             try text(house, field: "\(field).zoo_house", allowEmpty: false)
             return .pavilion(house)
@@ -79,7 +89,9 @@ enum RequestValidation {
             throw invalid("radius_m must be 0…\(Int(maxRadius)) metres, got \(request.radiusM)")
         }
         let limit = request.limit ?? Int32(defaultNearbyLimit)
-        guard (1...Int32(maxNearbyLimit)).contains(limit) else { throw invalid("limit must be 1…\(maxNearbyLimit), got \(limit)") }
+        guard (1...Int32(maxNearbyLimit)).contains(limit) else {
+            throw invalid("limit must be 1…\(maxNearbyLimit), got \(limit)")
+        }
         return (point, request.radiusM, Int(limit))
     }
 
@@ -99,16 +111,25 @@ enum RequestValidation {
             guard let kind = ZooFileKind(file.kind) else {
                 throw invalid("files[\(index)].kind \(file.kind.rawValue) is not a known file kind")
             }
-            guard kinds.insert(kind).inserted else { throw invalid("files: more than one file of kind \(kind.rawValue)") }
+            guard kinds.insert(kind).inserted else {
+                throw invalid("files: more than one file of kind \(kind.rawValue)")
+            }
             guard !file.content.isEmpty else { throw invalid("files[\(index)] (\(kind.rawValue)) is empty") }
-            guard scalarCount(file.name, atMost: 1000) else { throw invalid("files[\(index)].name is longer than 1000 characters") }
-            return ZooSourceFile(kind: kind, name: file.name.isEmpty ? kind.fileName : file.name, content: Data(file.content))
+            guard scalarCount(file.name, atMost: 1000) else {
+                throw invalid("files[\(index)].name is longer than 1000 characters")
+            }
+            return ZooSourceFile(
+                kind: kind, name: file.name.isEmpty ? kind.fileName : file.name, content: Data(file.content))
         }
     }
 
     private static func text(_ value: String, field: String, allowEmpty: Bool) throws {
-        guard allowEmpty || !value.trimmingCharacters(in: .whitespaces).isEmpty else { throw invalid("\(field) must not be empty") }
-        guard scalarCount(value, atMost: maxTextLength) else { throw invalid("\(field) is longer than \(maxTextLength) characters") }
+        guard allowEmpty || !value.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw invalid("\(field) must not be empty")
+        }
+        guard scalarCount(value, atMost: maxTextLength) else {
+            throw invalid("\(field) is longer than \(maxTextLength) characters")
+        }
     }
 
     /// Whether `value` has at most `limit` Unicode scalars. Limits count scalars, not characters: one

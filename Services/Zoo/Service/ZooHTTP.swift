@@ -17,7 +17,8 @@ public enum ZooHTTP {
     /// `webDirectory` at `/` (nil: no page). `tiles`: the imported MBTiles served at `/api/map/data` (nil: 404).
     /// `nextUpdate`: when the refresh schedule fires next.
     public static func routes(
-        library: ZooLibrary, webDirectory: URL?, tiles: MapTilesStore? = nil, nextUpdate: @escaping @Sendable () -> Date? = { nil }
+        library: ZooLibrary, webDirectory: URL?, tiles: MapTilesStore? = nil,
+        nextUpdate: @escaping @Sendable () -> Date? = { nil }
     ) throws -> HTTPRoutes {
         var builder = HTTPRoutes.Builder()
         ZooRestAPI(library: library, tiles: tiles, nextUpdate: nextUpdate).register(in: &builder)
@@ -42,7 +43,8 @@ public enum ZooHTTP {
     /// Calls whose answers depend on nothing but the request and the imported data (not the caller, the clock or the
     /// refresh schedule, as `GetMetadata`'s do): the Connect face sends a kept answer again until the data changes.
     public static let answersKept = [
-        ZooV1.Zoo.searchAnimals.path, ZooV1.Zoo.getAnimal.path, ZooV1.Zoo.listFilterValues.path, ZooV1.Zoo.getFootpathGraph.path,
+        ZooV1.Zoo.searchAnimals.path, ZooV1.Zoo.getAnimal.path, ZooV1.Zoo.listFilterValues.path,
+        ZooV1.Zoo.getFootpathGraph.path,
         ZooV1.Zoo.route.path, ZooV1.Zoo.nearby.path, ZooV1.Zoo.tour.path, ZooV1.Zoo.exportGeoJSON.path,
     ]
 }

@@ -19,37 +19,69 @@ enum ZooOpenAPI {
     static let operations: [Operation] = [
         Operation(
             path: "/api/animals", summary: "Every animal",
-            description: "The animals currently kept (all of them with include_currently_unavailable=true), with animals.json's fields (`_id`, `name`, `latin_name`, `class_`, `map_locations` with `[lon, lat]` outlines, …), in \(envelope).",
-            parameters: [("include_currently_unavailable", "query", "boolean", "also the animals not currently kept (default false)")],
-            responses: [("200", "the animals"), ("304", "not modified since the ETag given"), ("422", "a bad parameter, `{\"detail\": …}`")]),
+            description:
+                "The animals currently kept (all of them with include_currently_unavailable=true), with animals.json's fields (`_id`, `name`, `latin_name`, `class_`, `map_locations` with `[lon, lat]` outlines, …), in \(envelope).",
+            parameters: [
+                (
+                    "include_currently_unavailable", "query", "boolean",
+                    "also the animals not currently kept (default false)"
+                )
+            ],
+            responses: [
+                ("200", "the animals"), ("304", "not modified since the ETag given"),
+                ("422", "a bad parameter, `{\"detail\": …}`"),
+            ]),
         Operation(
             path: "/api/animals/{id}", summary: "One animal",
-            description: "The animal `id` (currently kept, or any with include_currently_unavailable=true) as a list of one in \(envelope).",
-            parameters: [("id", "path", "integer", "the animal's id (`_id`)"),
-                         ("include_currently_unavailable", "query", "boolean", "also an animal not currently kept (default false)")],
-            responses: [("200", "the animal, `data: [animal]`"), ("304", "not modified since the ETag given"),
-                        ("404", "`{\"detail\": \"Item not found\"}`: unknown or not currently kept"), ("422", "an id that is no integer, a bad parameter")]),
-        Operation(path: "/api/classes", summary: "Classes", description: "The animal classes (Czech names) of the animals kept, in \(envelope).",
-                  responses: [("200", "the classes"), ("304", "not modified")]),
-        Operation(path: "/api/biotops", summary: "Biotopes", description: "The biotopes of the animals kept, in \(envelope).",
-                  responses: [("200", "the biotopes"), ("304", "not modified")]),
-        Operation(path: "/api/foods", summary: "Foods", description: "The foods of the animals kept, in \(envelope).",
-                  responses: [("200", "the foods"), ("304", "not modified")]),
-        Operation(path: "/api/zooHouses", summary: "Zoo houses", description: "The zoo's houses (pavilions) and parts that animals live in, in \(envelope).",
-                  responses: [("200", "the houses"), ("304", "not modified")]),
+            description:
+                "The animal `id` (currently kept, or any with include_currently_unavailable=true) as a list of one in \(envelope).",
+            parameters: [
+                ("id", "path", "integer", "the animal's id (`_id`)"),
+                (
+                    "include_currently_unavailable", "query", "boolean",
+                    "also an animal not currently kept (default false)"
+                ),
+            ],
+            responses: [
+                ("200", "the animal, `data: [animal]`"), ("304", "not modified since the ETag given"),
+                ("404", "`{\"detail\": \"Item not found\"}`: unknown or not currently kept"),
+                ("422", "an id that is no integer, a bad parameter"),
+            ]),
+        Operation(
+            path: "/api/classes", summary: "Classes",
+            description: "The animal classes (Czech names) of the animals kept, in \(envelope).",
+            responses: [("200", "the classes"), ("304", "not modified")]),
+        Operation(
+            path: "/api/biotops", summary: "Biotopes", description: "The biotopes of the animals kept, in \(envelope).",
+            responses: [("200", "the biotopes"), ("304", "not modified")]),
+        Operation(
+            path: "/api/foods", summary: "Foods", description: "The foods of the animals kept, in \(envelope).",
+            responses: [("200", "the foods"), ("304", "not modified")]),
+        Operation(
+            path: "/api/zooHouses", summary: "Zoo houses",
+            description: "The zoo's houses (pavilions) and parts that animals live in, in \(envelope).",
+            responses: [("200", "the houses"), ("304", "not modified")]),
         Operation(
             path: "/api/map/metadata", summary: "Footpath graph",
-            description: "The zoo's footpaths as map-metadata.json: `{\"metadata\": …, \"nodes\": [{\"_id\", \"lon\", \"lat\", \"road_ids\", \"is_connector\"}], \"roads\": [{\"_id\", \"type\": \"Feature\", \"geometry\": {\"type\": \"LineString\", \"coordinates\": [node objects in walking order]}, \"properties\": null}]}`.",
+            description:
+                "The zoo's footpaths as map-metadata.json: `{\"metadata\": …, \"nodes\": [{\"_id\", \"lon\", \"lat\", \"road_ids\", \"is_connector\"}], \"roads\": [{\"_id\", \"type\": \"Feature\", \"geometry\": {\"type\": \"LineString\", \"coordinates\": [node objects in walking order]}, \"properties\": null}]}`.",
             responses: [("200", "the graph"), ("304", "not modified")]),
         Operation(
             path: "/api/map/data", summary: "Map tiles",
-            description: "The MBTiles file of the zoo map imported with `gateway zoo import --tiles FILE`, as an attachment (`zoo.mbtiles`), tagged with a hash of its bytes, not compressed.",
-            responses: [("200", "the MBTiles (SQLite) file"), ("304", "not modified"), ("404", "no tiles were imported: `{\"detail\": …}`")],
+            description:
+                "The MBTiles file of the zoo map imported with `gateway zoo import --tiles FILE`, as an attachment (`zoo.mbtiles`), tagged with a hash of its bytes, not compressed.",
+            responses: [
+                ("200", "the MBTiles (SQLite) file"), ("304", "not modified"),
+                ("404", "no tiles were imported: `{\"detail\": …}`"),
+            ],
             contentType: "application/vnd.sqlite3"),
-        Operation(path: "/api/openapi.json", summary: "This description", description: "The OpenAPI 3.1 document of these routes.",
-                  responses: [("200", "the document")]),
-        Operation(path: "/docs", summary: "API documentation", description: "This description as a web page.",
-                  responses: [("200", "the page")], contentType: "text/html"),
+        Operation(
+            path: "/api/openapi.json", summary: "This description",
+            description: "The OpenAPI 3.1 document of these routes.",
+            responses: [("200", "the document")]),
+        Operation(
+            path: "/docs", summary: "API documentation", description: "This description as a web page.",
+            responses: [("200", "the page")], contentType: "text/html"),
     ]
 
     /// The descriptions of `bindings`, in their order; each must have one.
@@ -68,7 +100,8 @@ enum ZooOpenAPI {
             let parameters: [JSONValue] = operation.parameters.map { parameter in
                 .object([
                     JSONMember("name", .string(parameter.name)), JSONMember("in", .string(parameter.location)),
-                    JSONMember("required", .bool(parameter.location == "path")), JSONMember("description", .string(parameter.description)),
+                    JSONMember("required", .bool(parameter.location == "path")),
+                    JSONMember("description", .string(parameter.description)),
                     JSONMember("schema", .object([JSONMember("type", .string(parameter.type))])),
                 ])
             }
@@ -80,7 +113,8 @@ enum ZooOpenAPI {
                 return JSONMember(response.status, .object(members))
             }
             var members = [
-                JSONMember("summary", .string(operation.summary)), JSONMember("description", .string(operation.description)),
+                JSONMember("summary", .string(operation.summary)),
+                JSONMember("description", .string(operation.description)),
                 JSONMember("operationId", .string("get" + operation.path.filter { $0.isLetter || $0.isNumber })),
                 JSONMember("parameters", .array(parameters)), JSONMember("responses", .object(responses)),
             ]
@@ -91,11 +125,17 @@ enum ZooOpenAPI {
         }
         let document = JSONValue.object([
             JSONMember("openapi", .string("3.1.0")),
-            JSONMember("info", .object([
-                JSONMember("title", .string("Menagerie zoo: the zoo app's REST API")),
-                JSONMember("version", .string("1")),
-                JSONMember("description", .string("The Prague Zoo app's routes, answered by Menagerie's zoo service in the app's shapes. The service's RPCs are also served over HTTP as Connect calls (POST /menagerie.zoo.v1.Zoo/<Method>).")),
-            ])),
+            JSONMember(
+                "info",
+                .object([
+                    JSONMember("title", .string("Menagerie zoo: the zoo app's REST API")),
+                    JSONMember("version", .string("1")),
+                    JSONMember(
+                        "description",
+                        .string(
+                            "The Prague Zoo app's routes, answered by Menagerie's zoo service in the app's shapes. The service's RPCs are also served over HTTP as Connect calls (POST /menagerie.zoo.v1.Zoo/<Method>)."
+                        )),
+                ])),
             JSONMember("paths", .object(paths)),
         ])
         return Array(document.serialized(.pretty).utf8)
@@ -103,7 +143,8 @@ enum ZooOpenAPI {
 
     static func page(_ bindings: [HTTPBinding]) -> [UInt8] {
         func escape(_ text: String) -> String {
-            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+                .replacingOccurrences(of: ">", with: "&gt;")
         }
         /// `code` spans of the descriptions become <code>.
         func prose(_ text: String) -> String {
@@ -124,17 +165,21 @@ enum ZooOpenAPI {
 
             """
         for (_, operation) in operations(of: bindings) {
-            html += "<h2 id=\"\(escape(operation.path))\"><span class=\"m\">GET</span><code>\(escape(operation.path))</code> — \(escape(operation.summary))</h2>\n"
+            html +=
+                "<h2 id=\"\(escape(operation.path))\"><span class=\"m\">GET</span><code>\(escape(operation.path))</code> — \(escape(operation.summary))</h2>\n"
             html += "<p>\(prose(operation.description))</p>\n"
             if !operation.parameters.isEmpty {
                 html += "<table><tr><th>parameter</th><th>in</th><th>type</th><th>meaning</th></tr>"
                 for parameter in operation.parameters {
-                    html += "<tr><td><code>\(escape(parameter.name))</code></td><td>\(parameter.location)</td><td>\(parameter.type)</td><td>\(escape(parameter.description))</td></tr>"
+                    html +=
+                        "<tr><td><code>\(escape(parameter.name))</code></td><td>\(parameter.location)</td><td>\(parameter.type)</td><td>\(escape(parameter.description))</td></tr>"
                 }
                 html += "</table>\n"
             }
             html += "<table><tr><th>status</th><th>meaning</th></tr>"
-            for response in operation.responses { html += "<tr><td>\(response.status)</td><td>\(prose(response.description))</td></tr>" }
+            for response in operation.responses {
+                html += "<tr><td>\(response.status)</td><td>\(prose(response.description))</td></tr>"
+            }
             html += "</table>\n"
         }
         html += "</body></html>\n"

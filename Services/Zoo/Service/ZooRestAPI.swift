@@ -25,7 +25,8 @@ public final class ZooRestAPI: Sendable {
     private let loadedTiles = Mutex<LoadedTiles?>(nil)
 
     /// `nextUpdate`: when the refresh schedule fires next (nil: no schedule).
-    public init(library: ZooLibrary, tiles: MapTilesStore? = nil, nextUpdate: @escaping @Sendable () -> Date? = { nil }) {
+    public init(library: ZooLibrary, tiles: MapTilesStore? = nil, nextUpdate: @escaping @Sendable () -> Date? = { nil })
+    {
         self.library = library
         self.tiles = tiles
         self.nextUpdate = nextUpdate
@@ -72,20 +73,24 @@ public final class ZooRestAPI: Sendable {
         // A route added to zoo.proto without a renderer here would silently 404: refuse to start instead.
         precondition(
             Bindings.declaredByTheProto.isSubset(of: Bindings.all),
-            "zoo.proto binds routes the REST API does not render: \(Bindings.declaredByTheProto.subtracting(Bindings.all).map(\.path))")
+            "zoo.proto binds routes the REST API does not render: \(Bindings.declaredByTheProto.subtracting(Bindings.all).map(\.path))"
+        )
         routes.problem = Self.problem
         routes.bind(Bindings.animals) { [self] request in
             let includeUnavailable = try Self.includeUnavailable(request)
             return try await answer(request) { snapshot in
-                .array(snapshot.catalogue.animals.filter { includeUnavailable || $0.isCurrentlyAvailable }.map {
-                    ZooRestShapes.animal($0, snapshot.catalogue)
-                })
+                .array(
+                    snapshot.catalogue.animals.filter { includeUnavailable || $0.isCurrentlyAvailable }.map {
+                        ZooRestShapes.animal($0, snapshot.catalogue)
+                    })
             }
         }
         // A list of one, as the app's server answered (`AnimalsResult(data=[animal])`).
         routes.bind(Bindings.animal) { [self] request in
             let text = request.path.dropFirst("/api/animals/".count)
-            guard let id = Int(text), !text.hasPrefix("+") else { throw ZooError.invalidArgument("the animal id must be an integer") }
+            guard let id = Int(text), !text.hasPrefix("+") else {
+                throw ZooError.invalidArgument("the animal id must be an integer")
+            }
             let includeUnavailable = try Self.includeUnavailable(request)
             let animal = try library.snapshot().catalogue.animal(id: id, includeUnavailable: includeUnavailable)
             return try await answer(request) { snapshot in
@@ -125,14 +130,18 @@ public final class ZooRestAPI: Sendable {
     /// any import. The stored file's identity is checked per request (one `stat`), so a new import, from any
     /// replica, is served from the next request on.
     private func mapData(_ request: HTTPRequest) throws(ZooError) -> HTTPResponse {
-        guard let tiles, let identity = tiles.identity() else { throw ZooError(.notFound, "no map tiles were imported") }
+        guard let tiles, let identity = tiles.identity() else {
+            throw ZooError(.notFound, "no map tiles were imported")
+        }
         let loaded: LoadedTiles?
         do {
             // Under the lock, so concurrent first downloads read the file once, and the old bytes are let go first.
             loaded = try loadedTiles.withLock { state in
                 if let state, state.identity == identity { return state }
                 state = nil
-                state = try tiles.read().map { LoadedTiles(identity: $0.identity, bytes: $0.bytes, entityTag: EntityTag.strong($0.bytes)) }
+                state = try tiles.read().map {
+                    LoadedTiles(identity: $0.identity, bytes: $0.bytes, entityTag: EntityTag.strong($0.bytes))
+                }
                 return state
             }
         } catch {
@@ -141,7 +150,8 @@ public final class ZooRestAPI: Sendable {
         guard let loaded else { throw ZooError(.notFound, "no map tiles were imported") }
         let name = URL(fileURLWithPath: tiles.path).lastPathComponent
         let headers: HTTPHeaders = [
-            "Content-Type": Self.mbtilesType, "Content-Disposition": "attachment; filename=\"\(name)\"", "ETag": loaded.entityTag,
+            "Content-Type": Self.mbtilesType, "Content-Disposition": "attachment; filename=\"\(name)\"",
+            "ETag": loaded.entityTag,
             "Cache-Control": "no-cache",
         ]
         if let ifNoneMatch = request.headers["if-none-match"], EntityTag.matches(ifNoneMatch, loaded.entityTag) {
@@ -192,9 +202,11 @@ public final class ZooRestAPI: Sendable {
         calendar.timeZone = TimeZone(identifier: "UTC")!
         let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second, .nanosecond], from: date)
         let micros = (parts.nanosecond ?? 0) / 1000
-        return .string(String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02d.%06d", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0, parts.hour ?? 0,
-            parts.minute ?? 0, parts.second ?? 0, micros))
+        return .string(
+            String(
+                format: "%04d-%02d-%02dT%02d:%02d:%02d.%06d", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0,
+                parts.hour ?? 0,
+                parts.minute ?? 0, parts.second ?? 0, micros))
     }
 
     /// FastAPI's error body, `{"detail": "…"}`; every 404 says `Item not found`, as the app's server's did.
@@ -207,7 +219,9 @@ public final class ZooRestAPI: Sendable {
         for pair in (request.query ?? "").split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = String(parts[0]).removingPercentEncoding ?? String(parts[0])
-            let value = parts.count > 1 ? (String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "") : ""
+            let value =
+                parts.count > 1
+                ? (String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "") : ""
             if parameters[name] == nil { parameters[name] = value }
         }
         return parameters

@@ -45,10 +45,12 @@ enum ZooRestShapes {
         let ring = JSONValue.array(feature.outline.map { .array([number($0.lon), number($0.lat)]) })
         return .object([
             JSONMember("_id", .number(JSONNumber(feature.id))),
-            JSONMember("geometry", .object([
-                JSONMember("_type", .string(feature.outline.count == 1 ? "Point" : "Polygon")),
-                JSONMember("coordinates", .array([ring])),
-            ])),
+            JSONMember(
+                "geometry",
+                .object([
+                    JSONMember("_type", .string(feature.outline.count == 1 ? "Point" : "Polygon")),
+                    JSONMember("coordinates", .array([ring])),
+                ])),
             JSONMember("name", .string(feature.name)),
             JSONMember("is_animal_pen", .bool(feature.isAnimalPen)),
             JSONMember("is_building", .bool(feature.isBuilding)),
@@ -78,10 +80,12 @@ enum ZooRestShapes {
             .object([
                 JSONMember("_id", .number(JSONNumber(road.id))),
                 JSONMember("type", .string("Feature")),
-                JSONMember("geometry", .object([
-                    JSONMember("type", .string("LineString")),
-                    JSONMember("coordinates", .array(road.nodes.map { nodes[Int($0)] })),
-                ])),
+                JSONMember(
+                    "geometry",
+                    .object([
+                        JSONMember("type", .string("LineString")),
+                        JSONMember("coordinates", .array(road.nodes.map { nodes[Int($0)] })),
+                    ])),
                 // OpenStreetMap's tags of the road are not imported: GeoJSON's null properties, not an empty object.
                 JSONMember("properties", .null),
             ])

@@ -36,7 +36,8 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
     ]
 
     public init(
-        library: ZooLibrary, refresher: ZooRefresher? = nil, jobs: JobRunner? = nil, tiles: MapTilesStore? = nil, tilesShared: Bool = true
+        library: ZooLibrary, refresher: ZooRefresher? = nil, jobs: JobRunner? = nil, tiles: MapTilesStore? = nil,
+        tilesShared: Bool = true
     ) {
         self.library = library
         self.refresher = refresher
@@ -45,13 +46,18 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
         self.tilesShared = tilesShared
     }
 
-    public func searchAnimals(request: ZooV1.SearchAnimalsRequest, context: ServerContext) async throws -> ZooV1.SearchAnimalsResponse {
+    public func searchAnimals(request: ZooV1.SearchAnimalsRequest, context: ServerContext) async throws
+        -> ZooV1.SearchAnimalsResponse
+    {
         let query = try RequestValidation.search(request)
         let page = try library.snapshot().catalogue.search(query)
-        return ZooV1.SearchAnimalsResponse(total: Int32(clamping: page.total), animals: page.animals.map(ZooV1.AnimalSummary.init))
+        return ZooV1.SearchAnimalsResponse(
+            total: Int32(clamping: page.total), animals: page.animals.map(ZooV1.AnimalSummary.init))
     }
 
-    public func getAnimal(request: ZooV1.GetAnimalRequest, context: ServerContext) async throws -> ZooV1.GetAnimalResponse {
+    public func getAnimal(request: ZooV1.GetAnimalRequest, context: ServerContext) async throws
+        -> ZooV1.GetAnimalResponse
+    {
         let id = try RequestValidation.animalID(request.id)
         let catalogue = try library.snapshot().catalogue
         let animal = try catalogue.animal(id: id, includeUnavailable: request.includeUnavailable)
@@ -64,11 +70,14 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
         let values = try library.snapshot().catalogue.filterValues(includeUnavailable: request.includeUnavailable)
         return ZooV1.ListFilterValuesResponse(
             classes: values.classes.map(ZooV1.FilterValue.init), foods: values.foods.map(ZooV1.FilterValue.init),
-            biotopes: values.biotopes.map(ZooV1.FilterValue.init), zooHouses: values.zooHouses.map(ZooV1.FilterValue.init),
+            biotopes: values.biotopes.map(ZooV1.FilterValue.init),
+            zooHouses: values.zooHouses.map(ZooV1.FilterValue.init),
             continents: values.continents.map(ZooV1.FilterValue.init))
     }
 
-    public func getMetadata(request: ZooV1.GetMetadataRequest, context: ServerContext) async throws -> ZooV1.GetMetadataResponse {
+    public func getMetadata(request: ZooV1.GetMetadataRequest, context: ServerContext) async throws
+        -> ZooV1.GetMetadataResponse
+    {
         let metadata = try await library.metadata()
         let snapshot = try library.snapshot()
         let counts = metadata.counts
@@ -86,7 +95,8 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
             walkingSpeed: library.walkingSpeed,
             routability: ZooV1.Routability(snapshot.routability()),
             sources: ZooV1.SourceCounts(
-                lexiconCsvOnly: Int32(clamping: counts.lexiconCSVOnly), animalsJsonOnly: Int32(clamping: counts.animalsJSONOnly),
+                lexiconCsvOnly: Int32(clamping: counts.lexiconCSVOnly),
+                animalsJsonOnly: Int32(clamping: counts.animalsJSONOnly),
                 both: Int32(clamping: counts.bothSources)),
             tiles: tiles?.current().map(ZooV1.MapTiles.init))
     }
@@ -99,7 +109,8 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
             throw RPCError(
                 .failedPrecondition,
                 "this zoo replica keeps its data in a dqlite cluster, and map tiles are a file of each node's own: put the "
-                    + ".mbtiles file at \(tiles.path) on every node (they are read from there), not through one replica")
+                    + ".mbtiles file at \(tiles.path) on every node (they are read from there), not through one replica"
+            )
         }
         // Pieces go to a temporary file as they arrive, so a file of hundreds of MB is never held in memory.
         let upload = try tiles.beginUpload()
@@ -121,7 +132,8 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
         var start = 0
         repeat {
             let page = catalogue.animals[start..<min(start + pageSize, catalogue.animals.count)]
-            try await response.send(ZooV1.CataloguePage(animals: page.map { ZooV1.Animal($0, in: catalogue) }, total: total))
+            try await response.send(
+                ZooV1.CataloguePage(animals: page.map { ZooV1.Animal($0, in: catalogue) }, total: total))
             start += pageSize
         } while start < catalogue.animals.count
     }
@@ -138,24 +150,32 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
             nodes: graph.nodeIDs.indices.map { index in
                 let roads = roadsOfNode[index].sorted()
                 return ZooV1.FootpathNode(
-                    id: graph.nodeIDs[index], lon: graph.positions[index].lon, lat: graph.positions[index].lat, roadIds: roads,
+                    id: graph.nodeIDs[index], lon: graph.positions[index].lon, lat: graph.positions[index].lat,
+                    roadIds: roads,
                     isConnector: roads.count > 1)
             },
-            roads: graph.roads.map { road in ZooV1.Footpath(id: road.id, nodeIds: road.nodes.map { graph.nodeIDs[Int($0)] }) })
+            roads: graph.roads.map { road in
+                ZooV1.Footpath(id: road.id, nodeIds: road.nodes.map { graph.nodeIDs[Int($0)] })
+            })
     }
 
     public func importData(request: ZooV1.ImportDataRequest, context: ServerContext) async throws -> JobsV1.Job {
         let files = try RequestValidation.importFiles(request)
         let source = request.source.isEmpty ? files.map(\.name).joined(separator: ", ") : request.source
-        guard let jobs else { throw RPCError(.failedPrecondition, "this zoo server runs no jobs, so it takes no imports") }
+        guard let jobs else {
+            throw RPCError(.failedPrecondition, "this zoo server runs no jobs, so it takes no imports")
+        }
         let library = library
         // The import runs to its end even when the caller goes away: it was asked for (CancelJob stops it
         // between stages; once writing, the transaction finishes).
-        let job = try await jobs.start(kind: Self.importJobKind, submitter: context.submitter, user: context.caller?.name) { context -> ZooV1.ImportRecord in
+        let job = try await jobs.start(
+            kind: Self.importJobKind, submitter: context.submitter, user: context.caller?.name
+        ) { context -> ZooV1.ImportRecord in
             let record = try library.importFiles(files, source: source, trigger: .client) { progress in
                 if progress.stage != .done { context.report(progress: progress.fraction, message: progress.message) }
             }
-            guard let record else { throw RPCError(.internalError, "the import was skipped") }  // only for onlyIfEmpty/scheduledFor
+            // only for onlyIfEmpty/scheduledFor
+            guard let record else { throw RPCError(.internalError, "the import was skipped") }
             return ZooV1.ImportRecord(record)
         }
         return JobsV1.Job(job)
@@ -166,16 +186,19 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
         let to = try RequestValidation.place(request.to, field: "to")
         let (route, destination) = try Self.withFootpaths(library.snapshot()).routeWithDestination(from: from, to: to)
         func offset(_ place: Place, _ metres: Double) -> Double { if case .point = place { metres } else { 0 } }
-        return ZooV1.RouteResponse(route: ZooV1.Route(route), destination: ZooV1.Destination(destination),
-                                   fromSnapM: offset(from, route.startOffsetMeters), toSnapM: offset(to, route.endOffsetMeters))
+        return ZooV1.RouteResponse(
+            route: ZooV1.Route(route), destination: ZooV1.Destination(destination),
+            fromSnapM: offset(from, route.startOffsetMeters), toSnapM: offset(to, route.endOffsetMeters))
     }
 
     public func nearby(request: ZooV1.NearbyRequest, context: ServerContext) async throws -> ZooV1.NearbyResponse {
         let (point, radius, limit) = try RequestValidation.nearby(request)
         let nearby = try Self.withFootpaths(library.snapshot()).nearby(point, radius: radius)
-        return ZooV1.NearbyResponse(animals: nearby.prefix(limit).map {
-            ZooV1.NearbyAnimal(animal: ZooV1.AnimalSummary($0.animal), distanceM: $0.distanceMeters, locationID: $0.featureID)
-        })
+        return ZooV1.NearbyResponse(
+            animals: nearby.prefix(limit).map {
+                ZooV1.NearbyAnimal(
+                    animal: ZooV1.AnimalSummary($0.animal), distanceM: $0.distanceMeters, locationID: $0.featureID)
+            })
     }
 
     public func tour(request: ZooV1.TourRequest, context: ServerContext) async throws -> ZooV1.TourResponse {
@@ -183,12 +206,15 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
         let tour = try Self.withFootpaths(library.snapshot()).tour(from: start, animalIDs: animalIDs)
         return ZooV1.TourResponse(
             legs: tour.legs.map {
-                ZooV1.TourLeg(animal: ZooV1.AnimalSummary($0.animal), locationID: $0.featureID, route: ZooV1.Route($0.route))
+                ZooV1.TourLeg(
+                    animal: ZooV1.AnimalSummary($0.animal), locationID: $0.featureID, route: ZooV1.Route($0.route))
             },
             distanceM: tour.distanceMeters, durationS: tour.durationSeconds)
     }
 
-    public func exportGeoJSON(request: ZooV1.ExportGeoJSONRequest, context: ServerContext) async throws -> ZooV1.ExportGeoJSONResponse {
+    public func exportGeoJSON(request: ZooV1.ExportGeoJSONRequest, context: ServerContext) async throws
+        -> ZooV1.ExportGeoJSONResponse
+    {
         ZooV1.ExportGeoJSONResponse(geojson: String(decoding: try library.snapshot().geoJSON(), as: UTF8.self))
     }
 

@@ -70,7 +70,8 @@ enum CreateMLAnnotations {
             throw ClassificationError.invalid("annotations.json: malformed JSON (\(error.localizedDescription))")
         }
         guard let entries = root as? [Any] else {
-            throw ClassificationError.invalid("annotations.json: the top level must be an array of {image, annotations}")
+            throw ClassificationError.invalid(
+                "annotations.json: the top level must be an array of {image, annotations}")
         }
         var images: [AnnotatedImage] = []
         var seenNames: Set<String> = []
@@ -111,7 +112,8 @@ enum CreateMLAnnotations {
                     }
                     values[key] = number
                 }
-                let box = Box(centerX: values["x"]!, centerY: values["y"]!, width: values["width"]!, height: values["height"]!)
+                let box = Box(
+                    centerX: values["x"]!, centerY: values["y"]!, width: values["width"]!, height: values["height"]!)
                 boxes.append(SourceBox(label: label, coordinates: .pixels(box), field: "\(field).coordinates"))
             }
             images.append(AnnotatedImage(name: name, file: key, boxes: boxes))
@@ -134,7 +136,8 @@ enum COCOAnnotations {
             throw ClassificationError.invalid("\(source): malformed JSON (\(error.localizedDescription))")
         }
         guard let object = root as? [String: Any] else {
-            throw ClassificationError.invalid("\(source): the top level must be an object with images, annotations and categories")
+            throw ClassificationError.invalid(
+                "\(source): the top level must be an object with images, annotations and categories")
         }
         func array(_ key: String) throws -> [Any] {
             guard let value = object[key] as? [Any] else {
@@ -143,7 +146,9 @@ enum COCOAnnotations {
             return value
         }
         func entry(_ value: Any, _ field: String) throws -> [String: Any] {
-            guard let entry = value as? [String: Any] else { throw ClassificationError.invalid("\(source).\(field): not an object") }
+            guard let entry = value as? [String: Any] else {
+                throw ClassificationError.invalid("\(source).\(field): not an object")
+            }
             return entry
         }
         func identifier(_ entry: [String: Any], _ key: String, _ field: String) throws -> Int {
@@ -185,7 +190,8 @@ enum COCOAnnotations {
             var declared: (width: Int, height: Int, field: String)?
             if image["width"] != nil || image["height"] != nil {
                 guard let width = JSONNumber.integer(image["width"]), let height = JSONNumber.integer(image["height"]),
-                      width > 0, height > 0 else {
+                    width > 0, height > 0
+                else {
                     throw ClassificationError.invalid("\(source).\(field): width and height must be positive integers")
                 }
                 declared = (width, height, "\(source).\(field) (\(name))")
@@ -207,14 +213,17 @@ enum COCOAnnotations {
             let annotation = try entry(value, field)
             let imageID = try identifier(annotation, "image_id", field)
             guard let position = imageIndex[imageID] else {
-                throw ClassificationError.invalid("\(source).\(field).image_id: \(imageID) is not the id of any of the images")
+                throw ClassificationError.invalid(
+                    "\(source).\(field).image_id: \(imageID) is not the id of any of the images")
             }
             let categoryID = try identifier(annotation, "category_id", field)
             guard let label = categories[categoryID] else {
-                throw ClassificationError.invalid("\(source).\(field).category_id: \(categoryID) is not the id of any of the categories")
+                throw ClassificationError.invalid(
+                    "\(source).\(field).category_id: \(categoryID) is not the id of any of the categories")
             }
             guard let bbox = annotation["bbox"] as? [Any], bbox.count == 4 else {
-                throw ClassificationError.invalid("\(source).\(field).bbox: missing or not 4 numbers [x, y, width, height]")
+                throw ClassificationError.invalid(
+                    "\(source).\(field).bbox: missing or not 4 numbers [x, y, width, height]")
             }
             let numbers = bbox.compactMap { JSONNumber.double($0) }
             guard numbers.count == 4 else {
@@ -222,8 +231,10 @@ enum COCOAnnotations {
             }
             guard position >= 0 else { continue }
             let box = Box(x: numbers[0], y: numbers[1], width: numbers[2], height: numbers[3])
-            images[position].boxes.append(SourceBox(
-                label: label, coordinates: .pixels(box), field: "\(source).\(field).bbox (\(images[position].name))"))
+            images[position].boxes.append(
+                SourceBox(
+                    label: label, coordinates: .pixels(box), field: "\(source).\(field).bbox (\(images[position].name))"
+                ))
         }
         return images
     }
@@ -240,7 +251,8 @@ enum YOLOAnnotations {
         var labelFilesUsed: Set<String> = []
         for path in files.keys.sorted() where DatasetBuilder.isImageName(path) {
             guard let labelPath = labelPath(forImage: path) else {
-                throw ClassificationError.invalid("\(path): a YOLO image must be inside an images/ folder (its boxes in labels/)")
+                throw ClassificationError.invalid(
+                    "\(path): a YOLO image must be inside an images/ folder (its boxes in labels/)")
             }
             labelFilesUsed.insert(labelPath)
             var image = AnnotatedImage(name: path, file: path, boxes: [])
@@ -253,10 +265,12 @@ enum YOLOAnnotations {
             // Its image was left out as bad under skip_bad: the label file goes with it.
             if skipped.contains(where: { labelPath(forImage: $0) == path }) { continue }
             throw ClassificationError.invalid(
-                "\(path): a label file without its image (expected \(imageStem(forLabel: path)).png, .jpg, .jpeg, .webp or .heic)")
+                "\(path): a label file without its image (expected \(imageStem(forLabel: path)).png, .jpg, .jpeg, .webp or .heic)"
+            )
         }
         guard !images.isEmpty else {
-            throw ClassificationError.invalid("no images: YOLO's images go under an images/ folder, their boxes under labels/")
+            throw ClassificationError.invalid(
+                "no images: YOLO's images go under an images/ folder, their boxes under labels/")
         }
         return images
     }
@@ -295,14 +309,16 @@ enum YOLOAnnotations {
             let place = "\(file) line \(index + 1)"
             guard fields.count == 5 else {
                 throw ClassificationError.invalid(
-                    "\(place): 5 values expected (class cx cy w h), found \(fields.count)\(fields.count > 5 ? " (segmentation polygons are not read)" : "")")
+                    "\(place): 5 values expected (class cx cy w h), found \(fields.count)\(fields.count > 5 ? " (segmentation polygons are not read)" : "")"
+                )
             }
             guard let classIndex = Int(fields[0]) else {
                 throw ClassificationError.invalid("\(place): class \"\(fields[0])\" is not an integer")
             }
             guard names.names.indices.contains(classIndex) else {
                 throw ClassificationError.invalid(
-                    "\(place): class \(classIndex) is out of range: \(names.source) names \(names.names.count) classes (0–\(names.names.count - 1))")
+                    "\(place): class \(classIndex) is out of range: \(names.source) names \(names.names.count) classes (0–\(names.names.count - 1))"
+                )
             }
             var values: [Double] = []
             for (field, name) in zip(fields.dropFirst(), ["cx", "cy", "w", "h"]) {
@@ -311,10 +327,12 @@ enum YOLOAnnotations {
                 }
                 values.append(value)
             }
-            boxes.append(SourceBox(
-                label: names.names[classIndex],
-                coordinates: .normalised(centerX: values[0], centerY: values[1], width: values[2], height: values[3]),
-                field: "\(place) (cx cy w h)"))
+            boxes.append(
+                SourceBox(
+                    label: names.names[classIndex],
+                    coordinates: .normalised(
+                        centerX: values[0], centerY: values[1], width: values[2], height: values[3]),
+                    field: "\(place) (cx cy w h)"))
         }
         return boxes
     }
@@ -330,13 +348,17 @@ enum YOLOAnnotations {
         let yamls = files.keys.filter { ["yaml", "yml"].contains(($0 as NSString).pathExtension.lowercased()) }.sorted()
         let texts = files.keys.filter { ($0 as NSString).lastPathComponent == "classes.txt" }.sorted()
         guard yamls.count <= 1 else {
-            throw ClassificationError.invalid("\(yamls.joined(separator: ", ")): one YAML file names the classes; found \(yamls.count)")
+            throw ClassificationError.invalid(
+                "\(yamls.joined(separator: ", ")): one YAML file names the classes; found \(yamls.count)")
         }
         guard texts.count <= 1 else {
-            throw ClassificationError.invalid("\(texts.joined(separator: ", ")): one classes.txt names the classes; found \(texts.count)")
+            throw ClassificationError.invalid(
+                "\(texts.joined(separator: ", ")): one classes.txt names the classes; found \(texts.count)")
         }
         var found: [ClassNames] = []
-        if let path = yamls.first { found.append(ClassNames(names: try YAMLClassNames.parse(files[path]!, file: path), source: path)) }
+        if let path = yamls.first {
+            found.append(ClassNames(names: try YAMLClassNames.parse(files[path]!, file: path), source: path))
+        }
         if let path = texts.first {
             guard let text = String(validating: files[path]!, as: UTF8.self) else {
                 throw ClassificationError.invalid("\(path): not UTF-8 text")
@@ -352,11 +374,13 @@ enum YOLOAnnotations {
         }
         guard let first = found.first else {
             throw ClassificationError.invalid(
-                "YOLO annotations need their class names: a data.yaml with names: or a classes.txt with one name a line")
+                "YOLO annotations need their class names: a data.yaml with names: or a classes.txt with one name a line"
+            )
         }
         if found.count == 2, found[0].names != found[1].names {
             throw ClassificationError.invalid(
-                "\(found[0].source) and \(found[1].source) name different classes (\(found[0].names.joined(separator: ", ")) against \(found[1].names.joined(separator: ", ")))")
+                "\(found[0].source) and \(found[1].source) name different classes (\(found[0].names.joined(separator: ", ")) against \(found[1].names.joined(separator: ", ")))"
+            )
         }
         for (index, name) in first.names.enumerated() where first.names[..<index].contains(name) {
             throw ClassificationError.invalid("\(first.source): class \(name) is named twice")
@@ -372,7 +396,9 @@ enum YAMLClassNames {
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw ClassificationError.invalid("\(file): not UTF-8 text")
         }
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { String($0).replacingOccurrences(of: "\r", with: "") }
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
+            String($0).replacingOccurrences(of: "\r", with: "")
+        }
         var declaredCount: Int?
         var names: [String]?
         var index = 0
@@ -383,7 +409,9 @@ enum YAMLClassNames {
             let key = line[..<colon].trimmingCharacters(in: .whitespaces)
             let rest = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             if key == "nc" {
-                guard let count = Int(rest) else { throw ClassificationError.invalid("\(file) line \(index): nc \"\(rest)\" is not an integer") }
+                guard let count = Int(rest) else {
+                    throw ClassificationError.invalid("\(file) line \(index): nc \"\(rest)\" is not an integer")
+                }
                 declaredCount = count
             } else if key == "names" {
                 if !rest.isEmpty {
@@ -391,7 +419,8 @@ enum YAMLClassNames {
                     var value = rest
                     let first = index
                     while let open = value.first, open == "[" || open == "{", !value.hasSuffix(open == "[" ? "]" : "}"),
-                          index < lines.count {
+                        index < lines.count
+                    {
                         value += " " + stripComment(lines[index]).trimmingCharacters(in: .whitespaces)
                         index += 1
                     }
@@ -400,7 +429,10 @@ enum YAMLClassNames {
                     var block: [(line: Int, text: String)] = []
                     while index < lines.count {
                         let inner = stripComment(lines[index])
-                        if inner.trimmingCharacters(in: .whitespaces).isEmpty { index += 1; continue }
+                        if inner.trimmingCharacters(in: .whitespaces).isEmpty {
+                            index += 1
+                            continue
+                        }
                         guard inner.hasPrefix(" ") || inner.hasPrefix("\t") || inner.hasPrefix("-") else { break }
                         block.append((index + 1, inner.trimmingCharacters(in: .whitespaces)))
                         index += 1
@@ -483,7 +515,8 @@ enum YAMLClassNames {
         if first.text.hasPrefix("-") {
             return try block.map { entry in
                 guard entry.text.hasPrefix("-") else {
-                    throw ClassificationError.invalid("\(file) line \(entry.line): a list item (- name) expected under names:")
+                    throw ClassificationError.invalid(
+                        "\(file) line \(entry.line): a list item (- name) expected under names:")
                 }
                 return unquote(String(entry.text.dropFirst()))
             }
@@ -496,7 +529,8 @@ enum YAMLClassNames {
         var byIndex: [Int: String] = [:]
         for (line, text) in pairs {
             guard let colon = text.firstIndex(of: ":"), let index = Int(unquote(String(text[..<colon]))) else {
-                throw ClassificationError.invalid("\(file) line \(line): \"\(text.trimmingCharacters(in: .whitespaces))\" is not index: name")
+                throw ClassificationError.invalid(
+                    "\(file) line \(line): \"\(text.trimmingCharacters(in: .whitespaces))\" is not index: name")
             }
             guard byIndex.updateValue(unquote(String(text[text.index(after: colon)...])), forKey: index) == nil else {
                 throw ClassificationError.invalid("\(file) line \(line): class \(index) is named twice")
@@ -504,7 +538,8 @@ enum YAMLClassNames {
         }
         guard byIndex.keys.sorted() == Array(0..<byIndex.count) else {
             throw ClassificationError.invalid(
-                "\(file): names: indices must be 0…\(byIndex.count - 1) (found \(byIndex.keys.sorted().map(String.init).joined(separator: ", ")))")
+                "\(file): names: indices must be 0…\(byIndex.count - 1) (found \(byIndex.keys.sorted().map(String.init).joined(separator: ", ")))"
+            )
         }
         return (0..<byIndex.count).map { byIndex[$0]! }
     }
@@ -513,7 +548,8 @@ enum YAMLClassNames {
 /// Numbers as JSONSerialization gives them (NSNumber; a Bool is no number here).
 enum JSONNumber {
     static func double(_ value: Any?) -> Double? {
-        guard let number = value as? NSNumber, String(cString: number.objCType) != "c", number.doubleValue.isFinite else { return nil }
+        guard let number = value as? NSNumber, String(cString: number.objCType) != "c", number.doubleValue.isFinite
+        else { return nil }
         return number.doubleValue
     }
 

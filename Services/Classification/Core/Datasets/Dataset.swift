@@ -72,7 +72,9 @@ extension Dataset {
         let used = Set(samples.map { self.labels[$0.label] })
         let unknown = used.filter { !labels.contains($0) }.sorted()
         guard unknown.isEmpty else {
-            throw ClassificationError.invalid("feedback label\(unknown.count == 1 ? "" : "s") \(unknown.joined(separator: ", ")) \(unknown.count == 1 ? "is" : "are") not among the dataset's labels (\(labels.joined(separator: ", ")))")
+            throw ClassificationError.invalid(
+                "feedback label\(unknown.count == 1 ? "" : "s") \(unknown.joined(separator: ", ")) \(unknown.count == 1 ? "is" : "are") not among the dataset's labels (\(labels.joined(separator: ", ")))"
+            )
         }
     }
 }
@@ -93,18 +95,22 @@ public enum DatasetBuilder {
     /// A classifier's dataset from `label/name.ext` files (Create ML's folder layout). Files that are not images
     /// by extension and hidden files are left out (the upload names them); an image whose bytes do not decode is
     /// an error. `measured` holds the sizes of images already decoded as they arrived, which are not decoded again.
-    public static func classification(files: [(path: String, bytes: [UInt8])],
-                                      pixelLimit: Int = RGBImage.defaultPixelLimit,
-                                      measured: [String: (width: Int, height: Int)] = [:]) throws -> Dataset {
+    public static func classification(
+        files: [(path: String, bytes: [UInt8])],
+        pixelLimit: Int = RGBImage.defaultPixelLimit,
+        measured: [String: (width: Int, height: Int)] = [:]
+    ) throws -> Dataset {
         var byLabel: [String: [(name: String, hash: String, width: Int, height: Int)]] = [:]
         var images: [String: [UInt8]] = [:]
         var labelOfHash: [String: (label: String, name: String)] = [:]
         for file in files.sorted(by: { $0.path < $1.path }) {
             let parts = file.path.split(separator: "/").map(String.init)
             guard let fileName = parts.last, !fileName.hasPrefix("."),
-                  imageExtensions.contains((fileName as NSString).pathExtension.lowercased()) else { continue }
+                imageExtensions.contains((fileName as NSString).pathExtension.lowercased())
+            else { continue }
             guard parts.count >= 2, !parts[parts.count - 2].isEmpty else {
-                throw ClassificationError.invalid("\(file.path): an image must be inside a folder named after its label")
+                throw ClassificationError.invalid(
+                    "\(file.path): an image must be inside a folder named after its label")
             }
             let label = parts[parts.count - 2]
             let hash = SHA256.hex(file.bytes)
@@ -129,16 +135,20 @@ public enum DatasetBuilder {
         let labels = byLabel.keys.sorted()
         guard labels.count >= 2 else {
             throw ClassificationError.invalid(
-                "a classifier needs at least 2 labels (folders of images); found \(labels.count)\(labels.isEmpty ? "" : ": " + labels.joined(separator: ", "))")
+                "a classifier needs at least 2 labels (folders of images); found \(labels.count)\(labels.isEmpty ? "" : ": " + labels.joined(separator: ", "))"
+            )
         }
         for label in labels where byLabel[label]!.count < 2 {
-            throw ClassificationError.invalid("label \(label) has \(byLabel[label]!.count) image; each label needs at least 2")
+            throw ClassificationError.invalid(
+                "label \(label) has \(byLabel[label]!.count) image; each label needs at least 2")
         }
         var samples: [Dataset.Sample] = []
         for (index, label) in labels.enumerated() {
             for entry in byLabel[label]! {
-                samples.append(Dataset.Sample(name: entry.name, hash: entry.hash, width: entry.width,
-                                              height: entry.height, label: index, objects: []))
+                samples.append(
+                    Dataset.Sample(
+                        name: entry.name, hash: entry.hash, width: entry.width,
+                        height: entry.height, label: index, objects: []))
             }
         }
         return Dataset(kind: .classification, labels: labels, samples: samples, images: images)
@@ -164,8 +174,10 @@ public enum DatasetBuilder {
     }
 
     /// A detector's dataset from Create ML's `annotations.json` and the images it names (by file name).
-    public static func detection(annotations json: [UInt8], images files: [String: [UInt8]],
-                                 pixelLimit: Int = RGBImage.defaultPixelLimit, skipped: Set<String> = []) throws -> Dataset {
+    public static func detection(
+        annotations json: [UInt8], images files: [String: [UInt8]],
+        pixelLimit: Int = RGBImage.defaultPixelLimit, skipped: Set<String> = []
+    ) throws -> Dataset {
         try detection(format: .createML, annotations: json, files: files, pixelLimit: pixelLimit, skipped: skipped)
     }
 
@@ -174,20 +186,29 @@ public enum DatasetBuilder {
     /// image, origin top-left — and each must lie inside its image (half a pixel of rounding allowed, then clipped).
     /// Images in `skipped` (left out of the upload as bad under `skip_bad`) are dropped with their boxes; `measured`
     /// holds the sizes of images already decoded as they arrived, which are not decoded again.
-    public static func detection(format: AnnotationFormat, annotations json: [UInt8], files: [String: [UInt8]],
-                                 pixelLimit: Int = RGBImage.defaultPixelLimit, skipped: Set<String> = [],
-                                 measured: [String: (width: Int, height: Int)] = [:]) throws -> Dataset {
+    public static func detection(
+        format: AnnotationFormat, annotations json: [UInt8], files: [String: [UInt8]],
+        pixelLimit: Int = RGBImage.defaultPixelLimit, skipped: Set<String> = [],
+        measured: [String: (width: Int, height: Int)] = [:]
+    ) throws -> Dataset {
         let annotated: [AnnotatedImage]
         switch format {
         case .createML: annotated = try CreateMLAnnotations.parse(json, files: files, skipped: skipped)
         case .coco: annotated = try COCOAnnotations.parse(json, files: files, skipped: skipped)
         case .yolo:
             guard json.isEmpty else {
-                throw ClassificationError.invalid("annotations: YOLO's labels and class names are files of the upload; send no JSON")
+                throw ClassificationError.invalid(
+                    "annotations: YOLO's labels and class names are files of the upload; send no JSON")
             }
             annotated = try YOLOAnnotations.parse(files: files, skipped: skipped)
         }
-        struct Pending { var name: String; var hash: String; var width: Int; var height: Int; var objects: [(String, Box)] }
+        struct Pending {
+            var name: String
+            var hash: String
+            var width: Int
+            var height: Int
+            var objects: [(String, Box)]
+        }
         var pending: [Pending] = []
         var images: [String: [UInt8]] = [:]
         for entry in annotated {
@@ -199,27 +220,39 @@ public enum DatasetBuilder {
                 let image = try RGBImage.decode(bytes, name: entry.name, pixelLimit: pixelLimit)
                 size = (image.width, image.height)
             }
-            if let declared = entry.declaredSize, (declared.width, declared.height) != size, (declared.height, declared.width) != size {
+            if let declared = entry.declaredSize, (declared.width, declared.height) != size,
+                (declared.height, declared.width) != size
+            {
                 throw ClassificationError.invalid(
-                    "\(declared.field): declares \(declared.width)×\(declared.height) but the image is \(size.width)×\(size.height)")
+                    "\(declared.field): declares \(declared.width)×\(declared.height) but the image is \(size.width)×\(size.height)"
+                )
             }
-            let objects = try entry.boxes.map { source in (source.label, try pixelBox(source, width: size.width, height: size.height)) }
+            let objects = try entry.boxes.map { source in
+                (source.label, try pixelBox(source, width: size.width, height: size.height))
+            }
             images[SHA256.hex(bytes)] = bytes
-            pending.append(Pending(name: entry.name, hash: SHA256.hex(bytes), width: size.width, height: size.height, objects: objects))
+            pending.append(
+                Pending(
+                    name: entry.name, hash: SHA256.hex(bytes), width: size.width, height: size.height, objects: objects)
+            )
         }
         let labels = Set(pending.flatMap { $0.objects.map(\.0) }).sorted()
         guard !labels.isEmpty else {
-            throw ClassificationError.invalid("\(format == .createML ? "annotations.json" : format == .coco ? COCOAnnotations.source : "YOLO labels"): no annotated objects")
+            throw ClassificationError.invalid(
+                "\(format == .createML ? "annotations.json" : format == .coco ? COCOAnnotations.source : "YOLO labels"): no annotated objects"
+            )
         }
         var perLabel: [String: Int] = [:]
         for p in pending { for label in Set(p.objects.map(\.0)) { perLabel[label, default: 0] += 1 } }
         for label in labels where perLabel[label]! < 2 {
-            throw ClassificationError.invalid("label \(label) appears in \(perLabel[label]!) image; each label needs at least 2")
+            throw ClassificationError.invalid(
+                "label \(label) appears in \(perLabel[label]!) image; each label needs at least 2")
         }
         let index = Dictionary(uniqueKeysWithValues: labels.enumerated().map { ($1, $0) })
         let samples = pending.map { p in
-            Dataset.Sample(name: p.name, hash: p.hash, width: p.width, height: p.height, label: -1,
-                           objects: p.objects.map { Dataset.Object(label: index[$0.0]!, box: $0.1) })
+            Dataset.Sample(
+                name: p.name, hash: p.hash, width: p.width, height: p.height, label: -1,
+                objects: p.objects.map { Dataset.Object(label: index[$0.0]!, box: $0.1) })
         }
         return Dataset(kind: .detection, labels: labels, samples: samples, images: images)
     }
@@ -231,31 +264,39 @@ public enum DatasetBuilder {
         switch source.coordinates {
         case .pixels(let pixels): box = pixels
         case .normalised(let centerX, let centerY, let boxWidth, let boxHeight):
-            box = Box(centerX: centerX * Double(width), centerY: centerY * Double(height),
-                      width: boxWidth * Double(width), height: boxHeight * Double(height))
+            box = Box(
+                centerX: centerX * Double(width), centerY: centerY * Double(height),
+                width: boxWidth * Double(width), height: boxHeight * Double(height))
         }
         guard box.width > 0, box.height > 0 else {
             throw ClassificationError.invalid("\(source.field): width and height must be positive")
         }
         let slack = 0.5
-        guard box.minX >= -slack, box.minY >= -slack, box.maxX <= Double(width) + slack, box.maxY <= Double(height) + slack else {
+        guard box.minX >= -slack, box.minY >= -slack, box.maxX <= Double(width) + slack,
+            box.maxY <= Double(height) + slack
+        else {
             throw ClassificationError.invalid(
-                "\(source.field): box \(box.minX)…\(box.maxX) × \(box.minY)…\(box.maxY) lies outside the \(width)×\(height) image")
+                "\(source.field): box \(box.minX)…\(box.maxX) × \(box.minY)…\(box.maxY) lies outside the \(width)×\(height) image"
+            )
         }
-        return Box(x: max(0, box.minX), y: max(0, box.minY),
-                   width: min(Double(width), box.maxX) - max(0, box.minX),
-                   height: min(Double(height), box.maxY) - max(0, box.minY))
+        return Box(
+            x: max(0, box.minX), y: max(0, box.minY),
+            width: min(Double(width), box.maxX) - max(0, box.minX),
+            height: min(Double(height), box.maxY) - max(0, box.minY))
     }
 
     /// Reads a detection dataset from disk: the annotations file and the images beside it (or in `imagesDirectory`).
-    public static func detection(annotationsFile: URL, imagesDirectory: URL? = nil,
-                                 pixelLimit: Int = RGBImage.defaultPixelLimit) throws -> Dataset {
+    public static func detection(
+        annotationsFile: URL, imagesDirectory: URL? = nil,
+        pixelLimit: Int = RGBImage.defaultPixelLimit
+    ) throws -> Dataset {
         let json = [UInt8](try Data(contentsOf: annotationsFile))
         let folder = imagesDirectory ?? annotationsFile.deletingLastPathComponent()
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
         var files: [String: [UInt8]] = [:]
-        let wanted = Set(((try? JSONSerialization.jsonObject(with: Data(json))) as? [[String: Any]] ?? [])
-            .compactMap { $0["image"] as? String })
+        let wanted = Set(
+            ((try? JSONSerialization.jsonObject(with: Data(json))) as? [[String: Any]] ?? [])
+                .compactMap { $0["image"] as? String })
         for name in names where wanted.contains(name) {
             files[name] = [UInt8](try Data(contentsOf: folder.appendingPathComponent(name)))
         }

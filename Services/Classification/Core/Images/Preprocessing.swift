@@ -19,12 +19,16 @@ public struct Placement: Sendable, Equatable {
 
     /// Maps a box in input pixels back to source pixels.
     public func toSource(_ box: Box) -> Box {
-        Box(x: (box.x - offsetX) / scaleX, y: (box.y - offsetY) / scaleY, width: box.width / scaleX, height: box.height / scaleY)
+        Box(
+            x: (box.x - offsetX) / scaleX, y: (box.y - offsetY) / scaleY, width: box.width / scaleX,
+            height: box.height / scaleY)
     }
 
     /// Maps a box in source pixels into input pixels.
     public func toInput(_ box: Box) -> Box {
-        Box(x: box.x * scaleX + offsetX, y: box.y * scaleY + offsetY, width: box.width * scaleX, height: box.height * scaleY)
+        Box(
+            x: box.x * scaleX + offsetX, y: box.y * scaleY + offsetY, width: box.width * scaleX,
+            height: box.height * scaleY)
     }
 }
 
@@ -35,7 +39,9 @@ public enum Preprocessing {
     /// `scaling` keeps of it at the input's size, so the resize averages several pixels into each: a 4:3 photo fitted
     /// into 224×224 becomes 224×168, so 448×336 of it is enough (libjpeg's 1/8 of 12 MP, where twice the input on
     /// both sides, 448×448, needed 1/4 and four times the pixels).
-    public static func decodeSize(of image: (width: Int, height: Int), input: (width: Int, height: Int), scaling: Scaling) -> (width: Int, height: Int) {
+    public static func decodeSize(
+        of image: (width: Int, height: Int), input: (width: Int, height: Int), scaling: Scaling
+    ) -> (width: Int, height: Int) {
         guard image.width > 0, image.height > 0 else { return (2 * input.width, 2 * input.height) }
         let w = Double(image.width), h = Double(image.height)
         let scale: Double
@@ -48,10 +54,13 @@ public enum Preprocessing {
         return (Int((2 * w * scale - 1e-6).rounded(.up)), Int((2 * h * scale - 1e-6).rounded(.up)))
     }
 
-    public static func input(_ image: RGBImage, width: Int, height: Int, scaling: Scaling) throws -> (pixels: [Float], placement: Placement) {
+    public static func input(_ image: RGBImage, width: Int, height: Int, scaling: Scaling) throws -> (
+        pixels: [Float], placement: Placement
+    ) {
         var source = image
-        var placement = Placement(scaleX: Double(width) / Double(image.width), scaleY: Double(height) / Double(image.height),
-                                  offsetX: 0, offsetY: 0)
+        var placement = Placement(
+            scaleX: Double(width) / Double(image.width), scaleY: Double(height) / Double(image.height),
+            offsetX: 0, offsetY: 0)
         var targetWidth = width, targetHeight = height
         switch scaling {
         case .fill:
@@ -60,18 +69,20 @@ public enum Preprocessing {
             let scale = min(Double(width) / Double(image.width), Double(height) / Double(image.height))
             targetWidth = max(1, Int((Double(image.width) * scale).rounded()))
             targetHeight = max(1, Int((Double(image.height) * scale).rounded()))
-            placement = Placement(scaleX: Double(targetWidth) / Double(image.width),
-                                  scaleY: Double(targetHeight) / Double(image.height),
-                                  offsetX: Double((width - targetWidth) / 2), offsetY: Double((height - targetHeight) / 2))
+            placement = Placement(
+                scaleX: Double(targetWidth) / Double(image.width),
+                scaleY: Double(targetHeight) / Double(image.height),
+                offsetX: Double((width - targetWidth) / 2), offsetY: Double((height - targetHeight) / 2))
         case .centerCrop:
             let scale = max(Double(width) / Double(image.width), Double(height) / Double(image.height))
             let cropWidth = min(image.width, max(1, Int((Double(width) / scale).rounded())))
             let cropHeight = min(image.height, max(1, Int((Double(height) / scale).rounded())))
             let left = (image.width - cropWidth) / 2, top = (image.height - cropHeight) / 2
             source = image.cropped(x: left, y: top, width: cropWidth, height: cropHeight)
-            placement = Placement(scaleX: Double(width) / Double(cropWidth), scaleY: Double(height) / Double(cropHeight),
-                                  offsetX: -Double(left) * Double(width) / Double(cropWidth),
-                                  offsetY: -Double(top) * Double(height) / Double(cropHeight))
+            placement = Placement(
+                scaleX: Double(width) / Double(cropWidth), scaleY: Double(height) / Double(cropHeight),
+                offsetX: -Double(left) * Double(width) / Double(cropWidth),
+                offsetY: -Double(top) * Double(height) / Double(cropHeight))
         }
         let resized = try resize(source, width: targetWidth, height: targetHeight)
         guard targetWidth != width || targetHeight != height else { return (resized, placement) }
@@ -102,7 +113,8 @@ public enum Preprocessing {
         if image.width == width && image.height == height { return chw }
         let tensor = try Tensor(chw, shape: [1, 3, image.height, image.width])
         let shrinking = width < image.width || height < image.height
-        return try tensor.resized(height: height, width: width, antialias: shrinking).clamped(min: 0).clamped(max: 1).floats()
+        return try tensor.resized(height: height, width: width, antialias: shrinking).clamped(min: 0).clamped(max: 1)
+            .floats()
     }
 }
 

@@ -26,8 +26,10 @@ public struct RGBImage: Sendable, Equatable {
     /// `atLeast` (upright width and height) lets a JPEG decode at 1/2, 1/4 or 1/8 of its size while the result still
     /// covers it: libjpeg's DCT scaling skips most of the decoding, and everything after works on 1/64 of the pixels
     /// at 1/8 — a model whose input is a few dozen pixels needs no more of a 12-megapixel photo.
-    public static func decode(_ bytes: [UInt8], name: String = "image", pixelLimit: Int = defaultPixelLimit,
-                              atLeast minimum: (width: Int, height: Int)? = nil) throws -> RGBImage {
+    public static func decode(
+        _ bytes: [UInt8], name: String = "image", pixelLimit: Int = defaultPixelLimit,
+        atLeast minimum: (width: Int, height: Int)? = nil
+    ) throws -> RGBImage {
         var format: Int32 = 0
         var width: UInt32 = 0, height: UInt32 = 0
         var message = [CChar](repeating: 0, count: 256)
@@ -46,16 +48,20 @@ public struct RGBImage: Sendable, Equatable {
         var reduction = 1
         if format == IMAGE_FORMAT_JPEG, let minimum {
             // Orientations 5–8 turn the image a quarter: its stored width is the upright height.
-            let (needWidth, needHeight) = orientation >= 5 ? (minimum.height, minimum.width) : (minimum.width, minimum.height)
-            while reduction < 8, Int(width) / (reduction * 2) >= needWidth, Int(height) / (reduction * 2) >= needHeight { reduction *= 2 }
+            let (needWidth, needHeight) =
+                orientation >= 5 ? (minimum.height, minimum.width) : (minimum.width, minimum.height)
+            while reduction < 8, Int(width) / (reduction * 2) >= needWidth, Int(height) / (reduction * 2) >= needHeight
+            { reduction *= 2 }
         }
         // libjpeg's scaled size: each side rounded up.
-        let decodedWidth = (Int(width) + reduction - 1) / reduction, decodedHeight = (Int(height) + reduction - 1) / reduction
+        let decodedWidth = (Int(width) + reduction - 1) / reduction,
+            decodedHeight = (Int(height) + reduction - 1) / reduction
         let capacity = decodedWidth * decodedHeight * 3
         var failure: Int32 = 0
         let rgb = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialised in
             failure = bytes.withUnsafeBufferPointer {
-                image_decode_rgb($0.baseAddress, $0.count, UInt32(reduction), buffer.baseAddress, capacity, &message, message.count)
+                image_decode_rgb(
+                    $0.baseAddress, $0.count, UInt32(reduction), buffer.baseAddress, capacity, &message, message.count)
             }
             if failure != 0 { buffer.initialize(repeating: 0) }
             initialised = capacity
@@ -72,7 +78,8 @@ public struct RGBImage: Sendable, Equatable {
         var length = 0
         var message = [CChar](repeating: 0, count: 256)
         let status = pixels.withUnsafeBufferPointer {
-            image_encode_jpeg($0.baseAddress, UInt32(width), UInt32(height), Int32(quality), &out, &length, &message, message.count)
+            image_encode_jpeg(
+                $0.baseAddress, UInt32(width), UInt32(height), Int32(quality), &out, &length, &message, message.count)
         }
         defer { free(out) }
         guard status == 0, let out else { throw ClassificationError.invalid("JPEG encoding failed: \(text(message))") }
@@ -89,18 +96,23 @@ public struct RGBImage: Sendable, Equatable {
         try encoded("HEIC", quality: quality, image_encode_heic)
     }
 
-    private typealias Encoder = (UnsafePointer<UInt8>?, UInt32, UInt32, Int32, UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?,
-                                 UnsafeMutablePointer<Int>?, UnsafeMutablePointer<CChar>?, Int) -> Int32
+    private typealias Encoder = (
+        UnsafePointer<UInt8>?, UInt32, UInt32, Int32, UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?,
+        UnsafeMutablePointer<Int>?, UnsafeMutablePointer<CChar>?, Int
+    ) -> Int32
 
     private func encoded(_ format: String, quality: Int, _ encode: Encoder) throws -> [UInt8] {
         var out: UnsafeMutablePointer<UInt8>?
         var length = 0
         var message = [CChar](repeating: 0, count: 256)
         let status = pixels.withUnsafeBufferPointer {
-            encode($0.baseAddress, UInt32(width), UInt32(height), Int32(quality), &out, &length, &message, message.count)
+            encode(
+                $0.baseAddress, UInt32(width), UInt32(height), Int32(quality), &out, &length, &message, message.count)
         }
         defer { free(out) }
-        guard status == 0, let out else { throw ClassificationError.invalid("\(format) encoding failed: \(text(message))") }
+        guard status == 0, let out else {
+            throw ClassificationError.invalid("\(format) encoding failed: \(text(message))")
+        }
         return Array(UnsafeBufferPointer(start: out, count: length))
     }
 
@@ -140,7 +152,9 @@ public struct RGBImage: Sendable, Equatable {
                 default: (sx, sy) = (width - 1 - y, x)  // 8
                 }
                 let s = (sy * width + sx) * 3, d = (y * outWidth + x) * 3
-                out[d] = pixels[s]; out[d + 1] = pixels[s + 1]; out[d + 2] = pixels[s + 2]
+                out[d] = pixels[s]
+                out[d + 1] = pixels[s + 1]
+                out[d + 2] = pixels[s + 2]
             }
         }
         return RGBImage(width: outWidth, height: outHeight, pixels: out)
@@ -161,7 +175,8 @@ enum EXIF {
             let length = Int(bytes[i + 2]) << 8 | Int(bytes[i + 3])
             if marker == 0xDA || marker == 0xD9 { break }  // start of scan: no more metadata
             if marker == 0xE1, i + 4 + length - 2 <= bytes.count,
-               let found = tiffOrientation(Array(bytes[(i + 4)..<(i + 2 + length)])) {
+                let found = tiffOrientation(Array(bytes[(i + 4)..<(i + 2 + length)]))
+            {
                 return found
             }
             i += 2 + length

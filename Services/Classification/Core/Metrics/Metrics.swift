@@ -59,7 +59,9 @@ public enum Metrics {
 
     /// Greedy non-maximum suppression per label: keeps the most confident box and drops any other of the same
     /// label overlapping it by more than `iouThreshold`. Returns indices into `detections`, most confident first.
-    public static func nonMaximumSuppression(_ detections: [Detection], iouThreshold: Double, limit: Int = .max) -> [Int] {
+    public static func nonMaximumSuppression(_ detections: [Detection], iouThreshold: Double, limit: Int = .max)
+        -> [Int]
+    {
         let order = detections.indices.sorted {
             detections[$0].confidence != detections[$1].confidence
                 ? detections[$0].confidence > detections[$1].confidence : $0 < $1
@@ -77,21 +79,26 @@ public enum Metrics {
     /// COCO-style average precision of one class at one IoU threshold: detections over all images sorted by
     /// confidence, each matched greedily to the unmatched truth box of its image with the highest IoU ≥ the
     /// threshold; precision made monotone and sampled at 101 recall points. `nil` when the class has no truth.
-    public static func averagePrecision(detections: [(image: Int, detection: Detection)],
-                                        truth: [(image: Int, box: Box)], iouThreshold: Double) -> Double? {
+    public static func averagePrecision(
+        detections: [(image: Int, detection: Detection)],
+        truth: [(image: Int, box: Box)], iouThreshold: Double
+    ) -> Double? {
         guard !truth.isEmpty else { return nil }
         let matched = greedyMatches(detections: detections, truth: truth, iouThreshold: iouThreshold)
         let tp = matched.map { $0 ? 1.0 : 0 }, fp = matched.map { $0 ? 0 : 1.0 }
         var cumTP = 0.0, cumFP = 0.0
         var recall: [Double] = [], precision: [Double] = []
         for k in tp.indices {
-            cumTP += tp[k]; cumFP += fp[k]
+            cumTP += tp[k]
+            cumFP += fp[k]
             recall.append(cumTP / Double(truth.count))
             precision.append(cumTP / (cumTP + cumFP))
         }
         // Monotone envelope, right to left.
         if precision.count > 1 {
-            for k in stride(from: precision.count - 2, through: 0, by: -1) { precision[k] = max(precision[k], precision[k + 1]) }
+            for k in stride(from: precision.count - 2, through: 0, by: -1) {
+                precision[k] = max(precision[k], precision[k + 1])
+            }
         }
         var total = 0.0
         for r in 0...100 {
@@ -107,22 +114,31 @@ public enum Metrics {
     public struct MatchCounts: Sendable, Equatable {
         public var truePositives = 0, falsePositives = 0, missed = 0
         public init(truePositives: Int = 0, falsePositives: Int = 0, missed: Int = 0) {
-            self.truePositives = truePositives; self.falsePositives = falsePositives; self.missed = missed
+            self.truePositives = truePositives
+            self.falsePositives = falsePositives
+            self.missed = missed
         }
         /// Share of the boxes found that are right; 0 when nothing was found.
-        public var precision: Double { truePositives + falsePositives == 0 ? 0 : Double(truePositives) / Double(truePositives + falsePositives) }
+        public var precision: Double {
+            truePositives + falsePositives == 0 ? 0 : Double(truePositives) / Double(truePositives + falsePositives)
+        }
         /// Share of the objects that were found; 0 when there were none.
-        public var recall: Double { truePositives + missed == 0 ? 0 : Double(truePositives) / Double(truePositives + missed) }
+        public var recall: Double {
+            truePositives + missed == 0 ? 0 : Double(truePositives) / Double(truePositives + missed)
+        }
         public var f1: Double { precision + recall == 0 ? 0 : 2 * precision * recall / (precision + recall) }
         public static func + (a: MatchCounts, b: MatchCounts) -> MatchCounts {
-            MatchCounts(truePositives: a.truePositives + b.truePositives, falsePositives: a.falsePositives + b.falsePositives,
-                        missed: a.missed + b.missed)
+            MatchCounts(
+                truePositives: a.truePositives + b.truePositives, falsePositives: a.falsePositives + b.falsePositives,
+                missed: a.missed + b.missed)
         }
     }
 
     /// Counts of `detections` with confidence ≥ `confidence` against `truth` (see `MatchCounts`).
-    public static func matchCounts(detections: [(image: Int, detection: Detection)], truth: [(image: Int, box: Box)],
-                                   confidence: Double, iouThreshold: Double) -> MatchCounts {
+    public static func matchCounts(
+        detections: [(image: Int, detection: Detection)], truth: [(image: Int, box: Box)],
+        confidence: Double, iouThreshold: Double
+    ) -> MatchCounts {
         let kept = detections.filter { $0.detection.confidence >= confidence }
         let matched = greedyMatches(detections: kept, truth: truth, iouThreshold: iouThreshold)
         let hits = matched.filter { $0 }.count
@@ -130,8 +146,10 @@ public enum Metrics {
     }
 
     /// For each detection in order of confidence (ties in given order), whether it matched a truth box.
-    static func greedyMatches(detections: [(image: Int, detection: Detection)], truth: [(image: Int, box: Box)],
-                              iouThreshold: Double) -> [Bool] {
+    static func greedyMatches(
+        detections: [(image: Int, detection: Detection)], truth: [(image: Int, box: Box)],
+        iouThreshold: Double
+    ) -> [Bool] {
         var truthByImage: [Int: [Box]] = [:]
         for t in truth { truthByImage[t.image, default: []].append(t.box) }
         var used: [Int: [Bool]] = truthByImage.mapValues { [Bool](repeating: false, count: $0.count) }
@@ -144,7 +162,10 @@ public enum Metrics {
             var bestIoU = iouThreshold
             for (j, box) in (truthByImage[d.image] ?? []).enumerated() where !used[d.image]![j] {
                 let overlap = iou(box, d.detection.box)
-                if overlap >= bestIoU { bestIoU = overlap; best = j }
+                if overlap >= bestIoU {
+                    bestIoU = overlap
+                    best = j
+                }
             }
             guard best >= 0 else { return false }
             used[d.image]![best] = true
@@ -172,7 +193,10 @@ public struct Box: Sendable, Equatable, Codable {
     public var height: Double
 
     public init(x: Double, y: Double, width: Double, height: Double) {
-        self.x = x; self.y = y; self.width = width; self.height = height
+        self.x = x
+        self.y = y
+        self.width = width
+        self.height = height
     }
 
     /// From Create ML's centre coordinates.
@@ -194,6 +218,8 @@ public struct Detection: Sendable, Equatable {
     public var box: Box
 
     public init(label: Int, confidence: Double, box: Box) {
-        self.label = label; self.confidence = confidence; self.box = box
+        self.label = label
+        self.confidence = confidence
+        self.box = box
     }
 }

@@ -23,10 +23,19 @@ public struct Augmentation: Sendable, Equatable, Codable {
     /// in [1 − c, 1 + c] (toward grey or away from it): the same object under other light or another camera.
     public var colour = 0.0
 
-    public init(flip: Bool = false, crop: Double = 0, rotation: Double = 0, blur: Bool = false, exposure: Double = 0,
-                noise: Double = 0, turns: Bool = false, scale: Double = 0, colour: Double = 0) {
-        self.flip = flip; self.crop = crop; self.rotation = rotation; self.blur = blur
-        self.exposure = exposure; self.noise = noise; self.turns = turns; self.scale = scale; self.colour = colour
+    public init(
+        flip: Bool = false, crop: Double = 0, rotation: Double = 0, blur: Bool = false, exposure: Double = 0,
+        noise: Double = 0, turns: Bool = false, scale: Double = 0, colour: Double = 0
+    ) {
+        self.flip = flip
+        self.crop = crop
+        self.rotation = rotation
+        self.blur = blur
+        self.exposure = exposure
+        self.noise = noise
+        self.turns = turns
+        self.scale = scale
+        self.colour = colour
     }
 
     // Decoded as before for headers and requests written without the newer fields.
@@ -34,11 +43,16 @@ public struct Augmentation: Sendable, Equatable, Codable {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(flip: try c.decodeIfPresent(Bool.self, forKey: .flip) ?? false, crop: try c.decodeIfPresent(Double.self, forKey: .crop) ?? 0,
-                  rotation: try c.decodeIfPresent(Double.self, forKey: .rotation) ?? 0, blur: try c.decodeIfPresent(Bool.self, forKey: .blur) ?? false,
-                  exposure: try c.decodeIfPresent(Double.self, forKey: .exposure) ?? 0, noise: try c.decodeIfPresent(Double.self, forKey: .noise) ?? 0,
-                  turns: try c.decodeIfPresent(Bool.self, forKey: .turns) ?? false, scale: try c.decodeIfPresent(Double.self, forKey: .scale) ?? 0,
-                  colour: try c.decodeIfPresent(Double.self, forKey: .colour) ?? 0)
+        self.init(
+            flip: try c.decodeIfPresent(Bool.self, forKey: .flip) ?? false,
+            crop: try c.decodeIfPresent(Double.self, forKey: .crop) ?? 0,
+            rotation: try c.decodeIfPresent(Double.self, forKey: .rotation) ?? 0,
+            blur: try c.decodeIfPresent(Bool.self, forKey: .blur) ?? false,
+            exposure: try c.decodeIfPresent(Double.self, forKey: .exposure) ?? 0,
+            noise: try c.decodeIfPresent(Double.self, forKey: .noise) ?? 0,
+            turns: try c.decodeIfPresent(Bool.self, forKey: .turns) ?? false,
+            scale: try c.decodeIfPresent(Double.self, forKey: .scale) ?? 0,
+            colour: try c.decodeIfPresent(Double.self, forKey: .colour) ?? 0)
     }
 
     public static let none = Augmentation()
@@ -46,15 +60,18 @@ public struct Augmentation: Sendable, Equatable, Codable {
     public var isNone: Bool { self == .none }
 
     /// Returns an augmented copy of `image` ([channels][height][width] flattened).
-    public func apply(_ image: [Float], channels: Int, height: Int, width: Int,
-                      using random: inout SeededRandom) -> [Float] {
+    public func apply(
+        _ image: [Float], channels: Int, height: Int, width: Int,
+        using random: inout SeededRandom
+    ) -> [Float] {
         if isNone { return image }
         var image = image
         // Drawn only when asked for, so the other augmentations of a seed stay as they were.
         if turns {
             let quarter = Int(random.next() % 4)
-            image = Self.turned(image, channels: channels, height: height, width: width,
-                                quarters: width == height ? quarter : (quarter & 1) * 2)
+            image = Self.turned(
+                image, channels: channels, height: height, width: width,
+                quarters: width == height ? quarter : (quarter & 1) * 2)
         }
         var out = image
         let doFlip = flip && random.unit() < 0.5
@@ -64,7 +81,9 @@ public struct Augmentation: Sendable, Equatable, Codable {
         // Drawn after the others, so a seed's flips, shifts and turns stay as they were without it.
         let zoom = scale > 0 ? 1 + (random.unit() * 2 - 1) * Float(scale) : 1
         if doFlip || dx != 0 || dy != 0 || angle != 0 || zoom != 1 {
-            out = Self.warped(image, channels: channels, height: height, width: width, flip: doFlip, dx: dx, dy: dy, angle: angle, zoom: zoom)
+            out = Self.warped(
+                image, channels: channels, height: height, width: width, flip: doFlip, dx: dx, dy: dy, angle: angle,
+                zoom: zoom)
         }
         if blur && random.unit() < 0.5 {
             let source = out
@@ -74,7 +93,8 @@ public struct Augmentation: Sendable, Equatable, Codable {
                         var total: Float = 0, n: Float = 0
                         for yy in max(0, y - 1)...min(height - 1, y + 1) {
                             for xx in max(0, x - 1)...min(width - 1, x + 1) {
-                                total += source[(ch * height + yy) * width + xx]; n += 1
+                                total += source[(ch * height + yy) * width + xx]
+                                n += 1
                             }
                         }
                         out[(ch * height + y) * width + x] = total / n
@@ -106,8 +126,10 @@ public struct Augmentation: Sendable, Equatable, Codable {
 
     /// `image` mirrored, shifted by (dx, dy) pixels, rotated by `angle` radians and zoomed by `zoom` about its centre,
     /// each output pixel inverse-mapped to the source (bilinear; outside it black).
-    static func warped(_ image: [Float], channels: Int, height: Int, width: Int, flip: Bool = false, dx: Float = 0, dy: Float = 0,
-                       angle: Float = 0, zoom: Float = 1) -> [Float] {
+    static func warped(
+        _ image: [Float], channels: Int, height: Int, width: Int, flip: Bool = false, dx: Float = 0, dy: Float = 0,
+        angle: Float = 0, zoom: Float = 1
+    ) -> [Float] {
         var out = image
         let cx = Float(width - 1) / 2, cy = Float(height - 1) / 2
         let c = cosf(angle), s = sinf(angle)
@@ -115,7 +137,8 @@ public struct Augmentation: Sendable, Equatable, Codable {
             for x in 0..<width {
                 var ox = Float(x) - cx - dx, oy = Float(y) - cy - dy
                 if flip { ox = -ox }
-                ox /= zoom; oy /= zoom
+                ox /= zoom
+                oy /= zoom
                 let sx = c * ox + s * oy + cx, sy = -s * ox + c * oy + cy
                 for ch in 0..<channels {
                     out[(ch * height + y) * width + x] = sample(image, ch, sx, sy, height, width)
@@ -133,11 +156,12 @@ public struct Augmentation: Sendable, Equatable, Codable {
             let plane = ch * height * width
             for y in 0..<height {
                 for x in 0..<width {
-                    let (sx, sy): (Int, Int) = switch quarters % 4 {
-                    case 1: (y, height - 1 - x)
-                    case 2: (width - 1 - x, height - 1 - y)
-                    default: (width - 1 - y, x)
-                    }
+                    let (sx, sy): (Int, Int) =
+                        switch quarters % 4 {
+                        case 1: (y, height - 1 - x)
+                        case 2: (width - 1 - x, height - 1 - y)
+                        default: (width - 1 - y, x)
+                        }
                     out[plane + y * width + x] = image[plane + sy * width + sx]
                 }
             }

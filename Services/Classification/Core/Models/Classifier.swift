@@ -24,9 +24,12 @@ public final class Classifier: @unchecked Sendable {
 
     public init(_ file: ModelFile) throws {
         header = file.header
-        guard header.kind == .classifier else { throw ClassificationError.invalid("the model is a \(header.kind.rawValue), not a classifier") }
+        guard header.kind == .classifier else {
+            throw ClassificationError.invalid("the model is a \(header.kind.rawValue), not a classifier")
+        }
         for view in header.testTimeAugmentation ?? [] where !TestTimeAugmentation.views.contains(view) {
-            throw ClassificationError.invalid("unknown test-time view \(view) (known: \(TestTimeAugmentation.views.joined(separator: ", ")))")
+            throw ClassificationError.invalid(
+                "unknown test-time view \(view) (known: \(TestTimeAugmentation.views.joined(separator: ", ")))")
         }
         switch header.algorithm {
         case "cnn":
@@ -37,11 +40,16 @@ public final class Classifier: @unchecked Sendable {
             try network.parameters.load(file.tensors)
             engine = .network(network)
         case "features":
-            engine = .features(try LinearHead(tensors: file.tensors, classes: header.labels.count, width: Features.count(), model: "features"))
+            engine = .features(
+                try LinearHead(
+                    tensors: file.tensors, classes: header.labels.count, width: Features.count(), model: "features"))
         case "torchscript", "transfer":
             let module = try ScriptFeatures(model: file, method: header.featureMethod ?? "forward")
             if header.featureMethod != nil {
-                engine = .scriptHead(module, try LinearHead(tensors: file.tensors, classes: header.labels.count, model: "fine-tuned TorchScript"))
+                engine = .scriptHead(
+                    module,
+                    try LinearHead(tensors: file.tensors, classes: header.labels.count, model: "fine-tuned TorchScript")
+                )
             } else {
                 engine = .script(module)
             }
@@ -62,7 +70,9 @@ public final class Classifier: @unchecked Sendable {
         guard !views.isEmpty, !inputs.isEmpty else { return try engineProbabilities(inputs) }
         var all = inputs
         for view in views {
-            all += try inputs.map { try TestTimeAugmentation.view($0, view, width: header.inputWidth, height: header.inputHeight) }
+            all += try inputs.map {
+                try TestTimeAugmentation.view($0, view, width: header.inputWidth, height: header.inputHeight)
+            }
         }
         let p = try engineProbabilities(all)
         return inputs.indices.map { i in
@@ -82,14 +92,17 @@ public final class Classifier: @unchecked Sendable {
         case .scriptHead(let extractor, let head):
             let rows = try extractor.extract(inputs)
             if let row = rows.first, row.count != head.width {
-                throw ClassificationError.invalid("the TorchScript module's \(extractor.method) returned \(row.count) features; the head takes \(head.width)")
+                throw ClassificationError.invalid(
+                    "the TorchScript module's \(extractor.method) returned \(row.count) features; the head takes \(head.width)"
+                )
             }
             return try head.probabilities(rows)
         case .script(let module):
             return try inputs.map { input in
                 let logits = try module.extract(input)
                 guard logits.count == header.labels.count else {
-                    throw ClassificationError.invalid("the module returned \(logits.count) scores for \(header.labels.count) labels")
+                    throw ClassificationError.invalid(
+                        "the module returned \(logits.count) scores for \(header.labels.count) labels")
                 }
                 return Metrics.softmax(logits)
             }
@@ -97,16 +110,20 @@ public final class Classifier: @unchecked Sendable {
             return try inputs.map { input in
                 let output: [Float]
                 do {
-                    output = try network.forward(header.normalised(input), shape: [1, 3, header.inputHeight, header.inputWidth]).values
+                    output = try network.forward(
+                        header.normalised(input), shape: [1, 3, header.inputHeight, header.inputWidth]
+                    ).values
                 } catch let error as DNNError {
                     throw ClassificationError.invalid("the ONNX model does not run: \(error.message)")
                 }
                 guard output.count == header.labels.count else {
-                    throw ClassificationError.invalid("the model returned \(output.count) scores for \(header.labels.count) labels")
+                    throw ClassificationError.invalid(
+                        "the model returned \(output.count) scores for \(header.labels.count) labels")
                 }
                 // An exported model may end in a softmax already; scores that are not probabilities get one.
                 let sum = output.reduce(0, +)
-                return output.allSatisfy({ $0 >= 0 && $0 <= 1 }) && abs(sum - 1) < 1e-3 ? output : Metrics.softmax(output)
+                return output.allSatisfy({ $0 >= 0 && $0 <= 1 }) && abs(sum - 1) < 1e-3
+                    ? output : Metrics.softmax(output)
             }
         }
     }
@@ -118,13 +135,16 @@ public final class Classifier: @unchecked Sendable {
     /// The smallest decoded size of an upright photo of `size` that `classify` with `scaling` needs
     /// (`Preprocessing.decodeSize`): what its resize keeps, twice over.
     public func decodeSize(for size: (width: Int, height: Int), scaling: Scaling? = nil) -> (width: Int, height: Int) {
-        Preprocessing.decodeSize(of: size, input: (header.inputWidth, header.inputHeight), scaling: scaling ?? header.scaling)
+        Preprocessing.decodeSize(
+            of: size, input: (header.inputWidth, header.inputHeight), scaling: scaling ?? header.scaling)
     }
 
     /// The top `k` labels of one image, most probable first.
     public func classify(_ image: RGBImage, top k: Int = 5, scaling: Scaling? = nil) throws -> [Prediction] {
-        let input = try Preprocessing.input(image, width: header.inputWidth, height: header.inputHeight,
-                                            scaling: scaling ?? header.scaling).pixels
+        let input = try Preprocessing.input(
+            image, width: header.inputWidth, height: header.inputHeight,
+            scaling: scaling ?? header.scaling
+        ).pixels
         let p = try probabilities([input])[0]
         return p.indices.sorted { p[$0] != p[$1] ? p[$0] > p[$1] : $0 < $1 }.prefix(max(1, k))
             .map { Prediction(label: header.labels[$0], confidence: Double(p[$0])) }
@@ -142,7 +162,9 @@ public enum TestTimeAugmentation {
         switch name {
         case "flip": Augmentation.warped(input, channels: 3, height: height, width: width, flip: true)
         case "zoom": Augmentation.warped(input, channels: 3, height: height, width: width, zoom: 1.15)
-        default: throw ClassificationError.invalid("unknown test-time view \(name) (known: \(views.joined(separator: ", ")))")
+        default:
+            throw ClassificationError.invalid(
+                "unknown test-time view \(name) (known: \(views.joined(separator: ", ")))")
         }
     }
 }
@@ -156,19 +178,23 @@ public struct ClassifierEvaluation: Sendable, Equatable {
 
     public static func run(_ classifier: Classifier, on dataset: Dataset) throws -> ClassifierEvaluation {
         let labels = classifier.header.labels
-        guard dataset.kind == .classification else { throw ClassificationError.invalid("a classifier is evaluated on a classification dataset") }
+        guard dataset.kind == .classification else {
+            throw ClassificationError.invalid("a classifier is evaluated on a classification dataset")
+        }
         let index = Dictionary(uniqueKeysWithValues: labels.enumerated().map { ($1, $0) })
         for label in dataset.labels where index[label] == nil {
             throw ClassificationError.invalid("the dataset's label \(label) is not one of the model's labels")
         }
         let header = classifier.header
-        let inputs = try LabelledInputs.make(dataset, width: header.inputWidth, height: header.inputHeight, scaling: header.scaling)
+        let inputs = try LabelledInputs.make(
+            dataset, width: header.inputWidth, height: header.inputHeight, scaling: header.scaling)
         let truth = inputs.labels.map { index[dataset.labels[$0]]! }
         let predicted = try classifier.probabilities(inputs.inputs).map { argmax($0) }
         let confusion = Metrics.confusion(predicted: predicted, truth: truth, classes: labels.count)
         let scores = Metrics.perClass(confusion: confusion)
-        return ClassifierEvaluation(accuracy: Metrics.accuracy(predicted: predicted, truth: truth),
-                                    perClass: Dictionary(uniqueKeysWithValues: zip(labels, scores)),
-                                    confusion: confusion, labels: labels)
+        return ClassifierEvaluation(
+            accuracy: Metrics.accuracy(predicted: predicted, truth: truth),
+            perClass: Dictionary(uniqueKeysWithValues: zip(labels, scores)),
+            confusion: confusion, labels: labels)
     }
 }

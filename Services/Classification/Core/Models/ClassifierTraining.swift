@@ -59,13 +59,14 @@ public struct ClassifierTrainingOptions: Sendable, Codable, Equatable {
 
     /// The augmentation used: the given one or the algorithm's default.
     public var resolvedAugmentation: Augmentation {
-        augmentation ?? {
-            switch algorithm {
-            case .cnn: ClassifierTrainingOptions.cnnAugmentation
-            case .transfer: ClassifierTrainingOptions.transferAugmentation
-            case .features: .none
-            }
-        }()
+        augmentation
+            ?? {
+                switch algorithm {
+                case .cnn: ClassifierTrainingOptions.cnnAugmentation
+                case .transfer: ClassifierTrainingOptions.transferAugmentation
+                case .features: .none
+                }
+            }()
     }
 
     public static let cnnAugmentation = Augmentation(crop: 0.1, rotation: 10)
@@ -97,10 +98,19 @@ public struct TrainingProgress: Sendable, Equatable, Codable {
     /// the cnn's two passes, which train the same way.
     public var stage: String?
 
-    public init(epoch: Int, epochs: Int, loss: Double, trainingAccuracy: Double, validationAccuracy: Double?, pass: Int = 1, passes: Int = 1,
-                stage: String? = nil) {
-        self.epoch = epoch; self.epochs = epochs; self.loss = loss; self.trainingAccuracy = trainingAccuracy
-        self.validationAccuracy = validationAccuracy; self.pass = pass; self.passes = passes; self.stage = stage
+    public init(
+        epoch: Int, epochs: Int, loss: Double, trainingAccuracy: Double, validationAccuracy: Double?, pass: Int = 1,
+        passes: Int = 1,
+        stage: String? = nil
+    ) {
+        self.epoch = epoch
+        self.epochs = epochs
+        self.loss = loss
+        self.trainingAccuracy = trainingAccuracy
+        self.validationAccuracy = validationAccuracy
+        self.pass = pass
+        self.passes = passes
+        self.stage = stage
     }
 
     /// The share of the whole training done, over every pass.
@@ -128,8 +138,9 @@ public struct LabelledInputs: Sendable {
             let image = try RGBImage.decode(dataset.images[sample.hash]!, name: sample.name)
             inputs.append(try Preprocessing.input(image, width: width, height: height, scaling: scaling).pixels)
         }
-        return LabelledInputs(inputs: inputs, labels: dataset.samples.map(\.label), width: width, height: height,
-                              keys: dataset.samples.map { "\(scaling.rawValue) \(width)x\(height) \($0.hash)" })
+        return LabelledInputs(
+            inputs: inputs, labels: dataset.samples.map(\.label), width: width, height: height,
+            keys: dataset.samples.map { "\(scaling.rawValue) \(width)x\(height) \($0.hash)" })
     }
 
     public static func make(_ dataset: Dataset, side: Int, scaling: Scaling) throws -> LabelledInputs {
@@ -137,8 +148,9 @@ public struct LabelledInputs: Sendable {
     }
 
     func subset(_ indices: [Int]) -> LabelledInputs {
-        LabelledInputs(inputs: indices.map { inputs[$0] }, labels: indices.map { labels[$0] }, width: width, height: height,
-                       keys: keys.isEmpty ? [] : indices.map { keys[$0] })
+        LabelledInputs(
+            inputs: indices.map { inputs[$0] }, labels: indices.map { labels[$0] }, width: width, height: height,
+            keys: keys.isEmpty ? [] : indices.map { keys[$0] })
     }
 }
 
@@ -161,7 +173,9 @@ public enum ClassifierTrainer {
         }
         while side >= 32, side % 16 == 0, !probe.isEmpty {
             let losses = probe.compactMap { image in
-                (try? Preprocessing.input(image, width: side, height: side, scaling: .fit).pixels).map { detailLost(byHalving: $0, side: side) }
+                (try? Preprocessing.input(image, width: side, height: side, scaling: .fit).pixels).map {
+                    detailLost(byHalving: $0, side: side)
+                }
             }.sorted()
             guard !losses.isEmpty, losses[losses.count / 2] < 0.02 else { break }
             side /= 2
@@ -182,7 +196,9 @@ public enum ClassifierTrainer {
                 for x in stride(from: 0, to: side - 1, by: 2) {
                     let i = c * plane + y * side + x
                     let block = (pixels[i] + pixels[i + 1] + pixels[i + side] + pixels[i + side + 1]) / 4
-                    lost += abs(pixels[i] - block) + abs(pixels[i + 1] - block) + abs(pixels[i + side] - block) + abs(pixels[i + side + 1] - block)
+                    lost +=
+                        abs(pixels[i] - block) + abs(pixels[i + 1] - block) + abs(pixels[i + side] - block)
+                        + abs(pixels[i + side + 1] - block)
                 }
             }
         }
@@ -211,17 +227,22 @@ public enum ClassifierTrainer {
     /// under a new linear head (`trainScriptHead`).
     ///
     /// `transfer` trains a head on `featurePrint` (`FAILED_PRECONDITION` when it is nil: not installed).
-    public static func train(_ dataset: Dataset, validation: Dataset? = nil, options: ClassifierTrainingOptions,
-                             base: ModelFile? = nil, featurePrint: FeaturePrint? = nil, featureCache: FeatureCache? = nil,
-                             progress: (TrainingProgress) throws -> Void = { _ in }) throws -> ModelFile {
+    public static func train(
+        _ dataset: Dataset, validation: Dataset? = nil, options: ClassifierTrainingOptions,
+        base: ModelFile? = nil, featurePrint: FeaturePrint? = nil, featureCache: FeatureCache? = nil,
+        progress: (TrainingProgress) throws -> Void = { _ in }
+    ) throws -> ModelFile {
         var options = options
         var base = base
         if options.algorithm == .transfer {
             guard base == nil else {
-                throw ClassificationError.invalid("transfer trains on the built-in feature print; a base model is for cnn (or an imported TorchScript model)")
+                throw ClassificationError.invalid(
+                    "transfer trains on the built-in feature print; a base model is for cnn (or an imported TorchScript model)"
+                )
             }
             guard let featurePrint else {
-                throw ClassificationError(.failedPrecondition, "the feature print is not installed; \(FeaturePrint.installHint)")
+                throw ClassificationError(
+                    .failedPrecondition, "the feature print is not installed; \(FeaturePrint.installHint)")
             }
             base = featurePrint.base
         } else if let base {
@@ -232,7 +253,9 @@ public enum ClassifierTrainer {
             }
         }
         guard !options.fineTune || options.algorithm == .transfer else {
-            throw ClassificationError.invalid("fine-tuning applies to transfer, whose pretrained network is otherwise frozen; \(options.algorithm.rawValue) is not fine-tuned")
+            throw ClassificationError.invalid(
+                "fine-tuning applies to transfer, whose pretrained network is otherwise frozen; \(options.algorithm.rawValue) is not fine-tuned"
+            )
         }
         guard dataset.kind == .classification else {
             throw ClassificationError.invalid("a classifier trains on a classification dataset (label folders)")
@@ -246,7 +269,9 @@ public enum ClassifierTrainer {
         var width = scriptBase?.header.inputWidth ?? 0, height = scriptBase?.header.inputHeight ?? 0
         if scriptBase == nil {
             let side = options.inputSize ?? defaultInputSize(dataset)
-            guard (8...512).contains(side) else { throw ClassificationError.invalid("input size \(side) is outside 8…512") }
+            guard (8...512).contains(side) else {
+                throw ClassificationError.invalid("input size \(side) is outside 8…512")
+            }
             (width, height) = (side, side)
         }
         let all = try LabelledInputs.make(dataset, width: width, height: height, scaling: options.scaling)
@@ -267,8 +292,10 @@ public enum ClassifierTrainer {
             // Fine-tuning is a second pass: the head first learns the labels on the frozen network, then the last
             // block trains with it.
             let fineTuning = options.algorithm == .transfer && options.fineTune
-            file = try trainScriptHead(training, held, labels: dataset.labels, base: scriptBase, options: options,
-                                       cache: options.algorithm == .transfer ? featureCache.map { ($0, featurePrint!.manifest.sha256) } : nil) { p in
+            file = try trainScriptHead(
+                training, held, labels: dataset.labels, base: scriptBase, options: options,
+                cache: options.algorithm == .transfer ? featureCache.map { ($0, featurePrint!.manifest.sha256) } : nil
+            ) { p in
                 var p = p
                 if fineTuning { (p.passes, p.stage) = (2, "head on the frozen network") }
                 try progress(p)
@@ -282,7 +309,8 @@ public enum ClassifierTrainer {
                     }
                 } catch var interrupted as TrainingInterrupted {
                     interrupted.partial.header.algorithm = "transfer"
-                    interrupted.partial.header.interrupted = "in pass 2/2 " + (interrupted.partial.header.interrupted ?? "")
+                    interrupted.partial.header.interrupted =
+                        "in pass 2/2 " + (interrupted.partial.header.interrupted ?? "")
                     interrupted.partial.header.metrics["training_images"] = Double(training.inputs.count)
                     interrupted.partial.header.seed = options.seed
                     interrupted.partial.header.scaling = options.scaling
@@ -302,7 +330,10 @@ public enum ClassifierTrainer {
                     try progress(p)
                 }
             } catch var interrupted as TrainingInterrupted {
-                if passes == 2 { interrupted.partial.header.interrupted = "in pass 1/2 " + (interrupted.partial.header.interrupted ?? "") }
+                if passes == 2 {
+                    interrupted.partial.header.interrupted =
+                        "in pass 1/2 " + (interrupted.partial.header.interrupted ?? "")
+                }
                 interrupted.partial.header.metrics["training_images"] = Double(training.inputs.count)
                 interrupted.partial.header.seed = options.seed
                 interrupted.partial.header.scaling = options.scaling
@@ -315,17 +346,23 @@ public enum ClassifierTrainer {
                 let best = file.header.metrics["best_epoch"]
                 var options = options
                 // Stopped early: the pass on every image trains as long as the best epoch of the first.
-                if let best, options.patience != nil { options.epochs = Int(best); options.patience = nil }
+                if let best, options.patience != nil {
+                    options.epochs = Int(best)
+                    options.patience = nil
+                }
                 try Torch.seed(options.seed)
                 do {
                     file = try trainNetwork(all, nil, labels: dataset.labels, options: options, base: base) { p in
-                        try progress(TrainingProgress(epoch: p.epoch, epochs: p.epochs, loss: p.loss, trainingAccuracy: p.trainingAccuracy,
-                                                      validationAccuracy: estimate, pass: 2, passes: 2))
+                        try progress(
+                            TrainingProgress(
+                                epoch: p.epoch, epochs: p.epochs, loss: p.loss, trainingAccuracy: p.trainingAccuracy,
+                                validationAccuracy: estimate, pass: 2, passes: 2))
                     }
                 } catch let interrupted as TrainingInterrupted {
                     // Half a pass on every image is not better than the whole first pass: that one is kept.
                     var kept = firstPass
-                    kept.header.interrupted = "in pass 2/2 (every image) \(interrupted.partial.header.interrupted?.components(separatedBy: ";").first ?? ""); kept pass 1's model (trained without the held-out images)"
+                    kept.header.interrupted =
+                        "in pass 2/2 (every image) \(interrupted.partial.header.interrupted?.components(separatedBy: ";").first ?? ""); kept pass 1's model (trained without the held-out images)"
                     kept.header.metrics["training_images"] = Double(training.inputs.count)
                     kept.header.seed = options.seed
                     kept.header.scaling = options.scaling
@@ -336,7 +373,8 @@ public enum ClassifierTrainer {
                 if let best { file.header.metrics["best_epoch"] = best }
                 trainedOn = all.inputs.count
             }
-        case (.features, nil): file = try trainFeatures(training, held, labels: dataset.labels, options: options, progress: progress)
+        case (.features, nil):
+            file = try trainFeatures(training, held, labels: dataset.labels, options: options, progress: progress)
         case (.transfer, nil): preconditionFailure("transfer has its feature print as base")
         }
         if options.algorithm == .transfer { file.header.algorithm = "transfer" }
@@ -353,20 +391,29 @@ public enum ClassifierTrainer {
     public static func checkBase(_ header: ModelHeader, algorithm: ClassifierAlgorithm) throws {
         switch (header.kind, header.algorithm) {
         case (.classifier, "cnn"):
-            guard header.network != nil else { throw ClassificationError.invalid("the base cnn has no network configuration") }
-            guard algorithm == .cnn else { throw ClassificationError.invalid("a cnn base fine-tunes with the cnn algorithm, not \(algorithm.rawValue)") }
+            guard header.network != nil else {
+                throw ClassificationError.invalid("the base cnn has no network configuration")
+            }
+            guard algorithm == .cnn else {
+                throw ClassificationError.invalid(
+                    "a cnn base fine-tunes with the cnn algorithm, not \(algorithm.rawValue)")
+            }
         case (.classifier, "torchscript"), (.classifier, "transfer"):
             break
         default:
-            throw ClassificationError.invalid("a classifier's base model must be a cnn classifier or an imported TorchScript classifier (this one is a \(header.algorithm) \(header.kind.rawValue))")
+            throw ClassificationError.invalid(
+                "a classifier's base model must be a cnn classifier or an imported TorchScript classifier (this one is a \(header.algorithm) \(header.kind.rawValue))"
+            )
         }
     }
 
     // MARK: cnn
 
-    static func trainNetwork(_ training: LabelledInputs, _ held: LabelledInputs?, labels: [String],
-                             options: ClassifierTrainingOptions, base: ModelFile? = nil,
-                             progress: (TrainingProgress) throws -> Void) throws -> ModelFile {
+    static func trainNetwork(
+        _ training: LabelledInputs, _ held: LabelledInputs?, labels: [String],
+        options: ClassifierTrainingOptions, base: ModelFile? = nil,
+        progress: (TrainingProgress) throws -> Void
+    ) throws -> ModelFile {
         let configuration = ResidualNetworkConfiguration(widths: options.widths, classes: labels.count)
         let network = try ResidualNetwork(configuration, seed: options.seed)
         if let base { try network.parameters.loadMatching(base.tensors) }
@@ -374,7 +421,8 @@ public enum ClassifierTrainer {
         let rate = options.learningRate ?? 0.003
         let augmentation = options.resolvedAugmentation
         let smoothing = options.labelSmoothing ?? 0.1
-        let optimizer = try Optimizer(.adamW, parameters: network.parameters.trainable, learningRate: rate, weightDecay: 5e-4)
+        let optimizer = try Optimizer(
+            .adamW, parameters: network.parameters.trainable, learningRate: rate, weightDecay: 5e-4)
         // The moving average of the weights (and batch-norm statistics), the network kept and validated.
         let decay = options.averageDecay ?? 0.99
         let average = decay > 0 ? try ResidualNetwork(configuration, seed: options.seed) : nil
@@ -396,7 +444,8 @@ public enum ClassifierTrainer {
                 var values: [Float] = []
                 values.reserveCapacity(batch.count * plane)
                 for i in batch {
-                    values += augmentation.apply(training.inputs[i], channels: 3, height: side, width: side, using: &random)
+                    values += augmentation.apply(
+                        training.inputs[i], channels: 3, height: side, width: side, using: &random)
                 }
                 // One-cycle-like schedule: cosine decay from the peak rate after a short warm-up.
                 let progressShare = Double(step) / Double(max(1, steps))
@@ -424,25 +473,37 @@ public enum ClassifierTrainer {
             if let held {
                 let probabilities = try predictNetwork(average ?? network, held.inputs, side: side)
                 validationAccuracy = Metrics.accuracy(predicted: probabilities.map { argmax($0) }, truth: held.labels)
-                validationLoss = zip(probabilities, held.labels).map { -log(max(1e-7, Double($0[$1]))) }.reduce(0, +) / Double(held.labels.count)
+                validationLoss =
+                    zip(probabilities, held.labels).map { -log(max(1e-7, Double($0[$1]))) }.reduce(0, +)
+                    / Double(held.labels.count)
             }
             do {
-                try progress(TrainingProgress(epoch: epoch, epochs: epochs, loss: totalLoss / Double(order.count),
-                                              trainingAccuracy: trainingAccuracy, validationAccuracy: validationAccuracy))
+                try progress(
+                    TrainingProgress(
+                        epoch: epoch, epochs: epochs, loss: totalLoss / Double(order.count),
+                        trainingAccuracy: trainingAccuracy, validationAccuracy: validationAccuracy))
             } catch {
                 // Cancelled: the weights so far are still a model — the best epoch's when validation picked one.
-                if options.patience != nil, let validationLoss, let validationAccuracy, best.map({ validationLoss < $0.loss }) ?? true {
+                if options.patience != nil, let validationLoss, let validationAccuracy,
+                    best.map({ validationLoss < $0.loss }) ?? true
+                {
                     best = (validationLoss, epoch, validationAccuracy, try (average ?? network).parameters.export())
                 }
                 if let best { try (average ?? network).parameters.load(best.weights) }
-                var header = ModelHeader(kind: .classifier, algorithm: "cnn", labels: labels, inputWidth: side, inputHeight: side)
+                var header = ModelHeader(
+                    kind: .classifier, algorithm: "cnn", labels: labels, inputWidth: side, inputHeight: side)
                 header.network = configuration
                 header.trainingAccuracy = trainingAccuracy
                 header.validationAccuracy = best?.accuracy ?? validationAccuracy
                 if let best { header.metrics["best_epoch"] = Double(best.epoch) }
-                header.interrupted = best.map { "after epoch \(epoch)/\(epochs); kept epoch \($0.epoch), the best on the held-out images" }
+                header.interrupted =
+                    best.map {
+                        "after epoch \(epoch)/\(epochs); kept epoch \($0.epoch), the best on the held-out images"
+                    }
                     ?? "after epoch \(epoch)/\(epochs); kept its weights"
-                throw TrainingInterrupted(cause: error, partial: ModelFile(header: header, tensors: try (average ?? network).parameters.export()))
+                throw TrainingInterrupted(
+                    cause: error,
+                    partial: ModelFile(header: header, tensors: try (average ?? network).parameters.export()))
             }
             if let patience = options.patience, let validationLoss, let validationAccuracy {
                 if best.map({ validationLoss < $0.loss }) ?? true {
@@ -460,7 +521,8 @@ public enum ClassifierTrainer {
         let kept = average ?? network
         let finalTraining = Metrics.accuracy(
             predicted: try predictNetwork(kept, training.inputs, side: side).map { argmax($0) }, truth: training.labels)
-        var header = ModelHeader(kind: .classifier, algorithm: "cnn", labels: labels, inputWidth: side, inputHeight: side)
+        var header = ModelHeader(
+            kind: .classifier, algorithm: "cnn", labels: labels, inputWidth: side, inputHeight: side)
         header.network = configuration
         header.trainingAccuracy = finalTraining
         header.validationAccuracy = validationAccuracy
@@ -484,14 +546,18 @@ public enum ClassifierTrainer {
 
     // MARK: features
 
-    static func trainFeatures(_ training: LabelledInputs, _ held: LabelledInputs?, labels: [String],
-                              options: ClassifierTrainingOptions, progress: (TrainingProgress) throws -> Void) throws -> ModelFile {
+    static func trainFeatures(
+        _ training: LabelledInputs, _ held: LabelledInputs?, labels: [String],
+        options: ClassifierTrainingOptions, progress: (TrainingProgress) throws -> Void
+    ) throws -> ModelFile {
         let side = training.side
         let (inputs, targets) = withAugmentedCopies(training, options: options)
-        let fit = try LinearHead.fit(rows: inputs.map { Features.extract($0, side: side) }, targets: targets,
-                                     held: held.map { ($0.inputs.map { Features.extract($0, side: side) }, $0.labels) },
-                                     classes: labels.count, options: options, progress: progress)
-        var header = ModelHeader(kind: .classifier, algorithm: "features", labels: labels, inputWidth: side, inputHeight: side)
+        let fit = try LinearHead.fit(
+            rows: inputs.map { Features.extract($0, side: side) }, targets: targets,
+            held: held.map { ($0.inputs.map { Features.extract($0, side: side) }, $0.labels) },
+            classes: labels.count, options: options, progress: progress)
+        var header = ModelHeader(
+            kind: .classifier, algorithm: "features", labels: labels, inputWidth: side, inputHeight: side)
         header.trainingAccuracy = fit.trainingAccuracy
         header.validationAccuracy = fit.validationAccuracy
         return ModelFile(header: header, tensors: try fit.head.tensors())
@@ -499,14 +565,18 @@ public enum ClassifierTrainer {
 
     /// The training inputs, plus one augmented copy of each when augmentation is on: a linear model sees the whole
     /// set at once, so the copies are made up front.
-    static func withAugmentedCopies(_ training: LabelledInputs, options: ClassifierTrainingOptions, copies: Int = 1) -> (inputs: [[Float]], targets: [Int]) {
+    static func withAugmentedCopies(_ training: LabelledInputs, options: ClassifierTrainingOptions, copies: Int = 1)
+        -> (inputs: [[Float]], targets: [Int])
+    {
         var inputs = training.inputs, targets = training.labels
         let augmentation = options.resolvedAugmentation
         guard !augmentation.isNone else { return (inputs, targets) }
         var random = SeededRandom(seed: options.seed)
         for _ in 0..<max(0, copies) {
             for (input, label) in zip(training.inputs, training.labels) {
-                inputs.append(augmentation.apply(input, channels: 3, height: training.height, width: training.width, using: &random))
+                inputs.append(
+                    augmentation.apply(
+                        input, channels: 3, height: training.height, width: training.width, using: &random))
                 targets.append(label)
             }
         }
@@ -519,9 +589,11 @@ public enum ClassifierTrainer {
     /// a frozen feature extractor (`ScriptFeatures`) and a linear head is trained on its features for the new
     /// labels. The model keeps the module's bytes, input size and normalisation, and stores the head beside them.
     /// `cache` (the feature print's: a cache and the module's checksum) keeps the features of the unaltered images.
-    static func trainScriptHead(_ training: LabelledInputs, _ held: LabelledInputs?, labels: [String], base: ModelFile,
-                                options: ClassifierTrainingOptions, cache: (FeatureCache, String)? = nil,
-                                progress: (TrainingProgress) throws -> Void) throws -> ModelFile {
+    static func trainScriptHead(
+        _ training: LabelledInputs, _ held: LabelledInputs?, labels: [String], base: ModelFile,
+        options: ClassifierTrainingOptions, cache: (FeatureCache, String)? = nil,
+        progress: (TrainingProgress) throws -> Void
+    ) throws -> ModelFile {
         let extractor = try ScriptFeatures(model: base, method: base.header.featureMethod)
         // An imported module: no augmentation unless asked for (its inputs may be anything). The feature print:
         // photos, augmented (`transferAugmentation`), twice over.
@@ -531,18 +603,22 @@ public enum ClassifierTrainer {
         let (inputs, targets) = withAugmentedCopies(training, options: options, copies: copies)
         // withAugmentedCopies puts the unaltered images first: those are the ones a cache may know.
         func extract(_ inputs: [[Float]], unaltered: LabelledInputs) throws -> [[Float]] {
-            guard let (cache, module) = cache, unaltered.keys.count == unaltered.inputs.count else { return try extractor.extract(inputs) }
+            guard let (cache, module) = cache, unaltered.keys.count == unaltered.inputs.count else {
+                return try extractor.extract(inputs)
+            }
             let keys = inputs.indices.map { $0 < unaltered.keys.count ? "\(module) \(unaltered.keys[$0])" : nil }
             return try cache.rows(keys, inputs: inputs, extract: extractor.extract)
         }
         let extracting = ContinuousClock.now
         let rows = try extract(inputs, unaltered: training)
         let extractionSeconds = (ContinuousClock.now - extracting).seconds
-        let fit = try LinearHead.fit(rows: rows, targets: targets,
-                                     held: try held.map { (try extract($0.inputs, unaltered: $0), $0.labels) },
-                                     classes: labels.count, options: options, progress: progress)
-        var header = ModelHeader(kind: .classifier, algorithm: "torchscript", labels: labels,
-                                 inputWidth: base.header.inputWidth, inputHeight: base.header.inputHeight)
+        let fit = try LinearHead.fit(
+            rows: rows, targets: targets,
+            held: try held.map { (try extract($0.inputs, unaltered: $0), $0.labels) },
+            classes: labels.count, options: options, progress: progress)
+        var header = ModelHeader(
+            kind: .classifier, algorithm: "torchscript", labels: labels,
+            inputWidth: base.header.inputWidth, inputHeight: base.header.inputHeight)
         header.mean = base.header.mean
         header.std = base.header.std
         header.featureMethod = extractor.method
@@ -561,5 +637,8 @@ func argmax(_ values: [Float]) -> Int { values.indices.max { values[$0] < values
 public struct TrainingInterrupted: Error {
     public var cause: any Error
     public var partial: ModelFile
-    public init(cause: any Error, partial: ModelFile) { self.cause = cause; self.partial = partial }
+    public init(cause: any Error, partial: ModelFile) {
+        self.cause = cause
+        self.partial = partial
+    }
 }

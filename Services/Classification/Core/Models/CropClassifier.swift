@@ -13,8 +13,11 @@ public struct CropClassifierConfiguration: Sendable, Codable, Equatable {
     public var minimumConfidence: Double
     public var lowConfidenceCrops: Int
 
-    public init(padding: Double = CropClassifier.defaultPadding, minimumConfidence: Double = CropClassifier.defaultMinimumConfidence,
-                lowConfidenceCrops: Int = CropClassifier.defaultLowConfidenceCrops) {
+    public init(
+        padding: Double = CropClassifier.defaultPadding,
+        minimumConfidence: Double = CropClassifier.defaultMinimumConfidence,
+        lowConfidenceCrops: Int = CropClassifier.defaultLowConfidenceCrops
+    ) {
         self.padding = padding
         self.minimumConfidence = minimumConfidence
         self.lowConfidenceCrops = lowConfidenceCrops
@@ -37,14 +40,17 @@ public enum CropClassifier {
         let side = max(box.width, box.height) * (1 + 2 * padding)
         let cx = box.x + box.width / 2, cy = box.y + box.height / 2
         let x0 = max(0, Int((cx - side / 2).rounded())), y0 = max(0, Int((cy - side / 2).rounded()))
-        let x1 = min(image.width, Int((cx + side / 2).rounded())), y1 = min(image.height, Int((cy + side / 2).rounded()))
+        let x1 = min(image.width, Int((cx + side / 2).rounded())),
+            y1 = min(image.height, Int((cy + side / 2).rounded()))
         guard x1 - x0 >= 2, y1 - y0 >= 2 else { return nil }
         return image.cropped(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
     }
 
     /// Every box of a detection dataset cropped and scaled to a `width`×`height` input, labelled with its object's
     /// label; `group` the scene each crop comes from.
-    static func inputs(_ dataset: Dataset, width: Int, height: Int, padding: Double) throws -> (inputs: LabelledInputs, scene: [Int]) {
+    static func inputs(_ dataset: Dataset, width: Int, height: Int, padding: Double) throws -> (
+        inputs: LabelledInputs, scene: [Int]
+    ) {
         var inputs: [[Float]] = [], labels: [Int] = [], scenes: [Int] = []
         for (index, sample) in dataset.samples.enumerated() {
             let image = try RGBImage.decode(dataset.images[sample.hash]!, name: sample.name)
@@ -60,20 +66,28 @@ public enum CropClassifier {
 
     /// A transfer classifier of the training scenes' box crops (the feature print frozen, a linear head, the transfer
     /// classifier's augmentation and class balancing), its labels the dataset's.
-    public static func train(_ dataset: Dataset, featurePrint: FeaturePrint, seed: UInt64,
-                             configuration: CropClassifierConfiguration = .init()) throws -> ModelFile {
-        guard dataset.kind == .detection else { throw ClassificationError.invalid("crops are taken from a detection dataset") }
+    public static func train(
+        _ dataset: Dataset, featurePrint: FeaturePrint, seed: UInt64,
+        configuration: CropClassifierConfiguration = .init()
+    ) throws -> ModelFile {
+        guard dataset.kind == .detection else {
+            throw ClassificationError.invalid("crops are taken from a detection dataset")
+        }
         let base = featurePrint.base
-        let (training, _) = try inputs(dataset, width: base.header.inputWidth, height: base.header.inputHeight, padding: configuration.padding)
+        let (training, _) = try inputs(
+            dataset, width: base.header.inputWidth, height: base.header.inputHeight, padding: configuration.padding)
         let present = Set(training.labels)
         guard present.count >= 2 else {
-            throw ClassificationError.invalid("classifying a detector's crops needs boxes of at least two labels (the scenes have \(present.count))")
+            throw ClassificationError.invalid(
+                "classifying a detector's crops needs boxes of at least two labels (the scenes have \(present.count))")
         }
         var options = ClassifierTrainingOptions()
         options.algorithm = .transfer
         options.seed = seed
         try Torch.seed(seed)
-        var file = try ClassifierTrainer.trainScriptHead(training, nil, labels: dataset.labels, base: base, options: options) { _ in }
+        var file = try ClassifierTrainer.trainScriptHead(
+            training, nil, labels: dataset.labels, base: base, options: options
+        ) { _ in }
         file.header.algorithm = "transfer"
         file.header.seed = seed
         file.header.metrics["training_images"] = Double(training.inputs.count)
@@ -91,9 +105,12 @@ public final class ReclassifyingDetector: ObjectDetector, @unchecked Sendable {
     let classifier: Classifier
     let configuration: CropClassifierConfiguration
 
-    public init(detector: any ObjectDetector, classifier: Classifier, configuration: CropClassifierConfiguration) throws {
+    public init(detector: any ObjectDetector, classifier: Classifier, configuration: CropClassifierConfiguration) throws
+    {
         guard classifier.header.labels == detector.header.labels else {
-            throw ClassificationError.invalid("the crop classifier's labels (\(classifier.header.labels.joined(separator: ", "))) are not the detector's (\(detector.header.labels.joined(separator: ", ")))")
+            throw ClassificationError.invalid(
+                "the crop classifier's labels (\(classifier.header.labels.joined(separator: ", "))) are not the detector's (\(detector.header.labels.joined(separator: ", ")))"
+            )
         }
         self.detector = detector
         self.classifier = classifier
@@ -103,16 +120,24 @@ public final class ReclassifyingDetector: ObjectDetector, @unchecked Sendable {
         self.header = header
     }
 
-    public func detect(_ image: RGBImage, confidenceThreshold: Double, iouThreshold: Double, maximum: Int,
-                       labels only: Set<String>) throws -> [Detection] {
+    public func detect(
+        _ image: RGBImage, confidenceThreshold: Double, iouThreshold: Double, maximum: Int,
+        labels only: Set<String>
+    ) throws -> [Detection] {
         // Every box the detector finds, whatever its label; NMS again once the crops have labelled them.
-        let found = try detector.detect(image, confidenceThreshold: confidenceThreshold, iouThreshold: iouThreshold,
-                                        maximum: max(maximum, 100), labels: [])
-            .sorted { $0.confidence > $1.confidence }
+        let found = try detector.detect(
+            image, confidenceThreshold: confidenceThreshold, iouThreshold: iouThreshold,
+            maximum: max(maximum, 100), labels: []
+        )
+        .sorted { $0.confidence > $1.confidence }
         var boxes: [Detection] = [], inputs: [[Float]] = []
-        for (rank, d) in found.enumerated() where d.confidence >= configuration.minimumConfidence || rank < configuration.lowConfidenceCrops {
+        for (rank, d) in found.enumerated()
+        where d.confidence >= configuration.minimumConfidence || rank < configuration.lowConfidenceCrops {
             guard let crop = CropClassifier.crop(image, box: d.box, padding: configuration.padding) else { continue }
-            inputs.append(try Preprocessing.input(crop, width: classifier.header.inputWidth, height: classifier.header.inputHeight, scaling: .fit).pixels)
+            inputs.append(
+                try Preprocessing.input(
+                    crop, width: classifier.header.inputWidth, height: classifier.header.inputHeight, scaling: .fit
+                ).pixels)
             boxes.append(d)
         }
         guard !inputs.isEmpty else { return [] }
@@ -125,6 +150,8 @@ public final class ReclassifyingDetector: ObjectDetector, @unchecked Sendable {
             if !only.isEmpty, !only.contains(header.labels[best]) { continue }
             relabelled.append(Detection(label: best, confidence: confidence, box: d.box))
         }
-        return Metrics.nonMaximumSuppression(relabelled, iouThreshold: iouThreshold, limit: maximum).map { relabelled[$0] }
+        return Metrics.nonMaximumSuppression(relabelled, iouThreshold: iouThreshold, limit: maximum).map {
+            relabelled[$0]
+        }
     }
 }

@@ -83,7 +83,10 @@ extension GridDetector {
                         let cy = (Double(gy) + sigmoid(raw[base + 1])) * stride
                         let w = anchors[anchor][0] * Foundation.exp(min(4, Double(raw[base + 2])))
                         let h = anchors[anchor][1] * Foundation.exp(min(4, Double(raw[base + 3])))
-                        found.append(Detection(label: best, confidence: confidence, box: Box(centerX: cx, centerY: cy, width: w, height: h)))
+                        found.append(
+                            Detection(
+                                label: best, confidence: confidence,
+                                box: Box(centerX: cx, centerY: cy, width: w, height: h)))
                     }
                 }
             }
@@ -94,11 +97,15 @@ extension GridDetector {
 
     /// Labelled boxes in the image's pixels (origin top-left), after the threshold, the label filter and NMS: each
     /// detector's `detect`.
-    func gridDetections(_ image: RGBImage, confidenceThreshold: Double, iouThreshold: Double, maximum: Int,
-                        labels only: Set<String>) throws -> [Detection] {
+    func gridDetections(
+        _ image: RGBImage, confidenceThreshold: Double, iouThreshold: Double, maximum: Int,
+        labels only: Set<String>
+    ) throws -> [Detection] {
         let side = header.inputWidth
         let (input, placement) = try Preprocessing.input(image, width: side, height: side, scaling: .fit)
-        let raw = try Torch.withoutGradients { try forward(Tensor(input, shape: [1, 3, side, side]), training: false).floats() }
+        let raw = try Torch.withoutGradients {
+            try forward(Tensor(input, shape: [1, 3, side, side]), training: false).floats()
+        }
         var found = decode(raw, batch: 1, threshold: confidenceThreshold)[0]
         if !only.isEmpty { found = found.filter { only.contains(header.labels[$0.label]) } }
         let kept = Metrics.nonMaximumSuppression(found, iouThreshold: iouThreshold, limit: maximum)
@@ -116,7 +123,8 @@ extension GridDetector {
     /// Starts the objectness logits low, as YOLO's prior: most cells hold nothing.
     static func startObjectnessLow(_ parameters: Parameters, outputs: Int, classes: Int) throws {
         let stride = 5 + classes
-        try parameters["detect.bias"].copy(from: Tensor((0..<outputs).map { $0 % stride == 4 ? -4 : 0 }, shape: [outputs]))
+        try parameters["detect.bias"].copy(
+            from: Tensor((0..<outputs).map { $0 % stride == 4 ? -4 : 0 }, shape: [outputs]))
     }
 
     /// The detection layer's output [N, anchors·(5 + classes), g, g] as raw outputs [N, anchors, g, g, 5 + classes].
@@ -137,12 +145,14 @@ public final class Detector: GridDetector, @unchecked Sendable {
         self.configuration = configuration
         backbone = try ResidualNetwork(configuration.backbone, seed: seed)
         let outputs = configuration.anchors.count * (5 + header.labels.count)
-        try Layers.conv(backbone.parameters, "detect", in: configuration.backbone.widths.last!, out: outputs, kernel: 1, bias: true)
+        try Layers.conv(
+            backbone.parameters, "detect", in: configuration.backbone.widths.last!, out: outputs, kernel: 1, bias: true)
         try Self.startObjectnessLow(backbone.parameters, outputs: outputs, classes: header.labels.count)
     }
 
     public convenience init(_ file: ModelFile) throws {
-        guard file.header.kind == .detector, file.header.algorithm == "yolo", let configuration = file.header.detector else {
+        guard file.header.kind == .detector, file.header.algorithm == "yolo", let configuration = file.header.detector
+        else {
             throw ClassificationError.invalid("the model is not a yolo detector")
         }
         try self.init(header: file.header, configuration: configuration)
@@ -159,9 +169,12 @@ public final class Detector: GridDetector, @unchecked Sendable {
     }
 
     /// Labelled boxes in the image's pixels (origin top-left), after the threshold, the label filter and NMS.
-    public func detect(_ image: RGBImage, confidenceThreshold: Double = 0.25, iouThreshold: Double = 0.45,
-                       maximum: Int = 100, labels only: Set<String> = []) throws -> [Detection] {
-        try gridDetections(image, confidenceThreshold: confidenceThreshold, iouThreshold: iouThreshold, maximum: maximum, labels: only)
+    public func detect(
+        _ image: RGBImage, confidenceThreshold: Double = 0.25, iouThreshold: Double = 0.45,
+        maximum: Int = 100, labels only: Set<String> = []
+    ) throws -> [Detection] {
+        try gridDetections(
+            image, confidenceThreshold: confidenceThreshold, iouThreshold: iouThreshold, maximum: maximum, labels: only)
     }
 }
 
@@ -181,9 +194,13 @@ public struct DetectorEvaluation: Sendable, Equatable {
     /// `Detect`'s default threshold, so the figures describe the boxes a caller gets by default.
     public static let defaultConfidence = 0.25
 
-    public static func run(_ detector: any ObjectDetector, on dataset: Dataset,
-                           confidence: Double = DetectorEvaluation.defaultConfidence) throws -> DetectorEvaluation {
-        guard dataset.kind == .detection else { throw ClassificationError.invalid("a detector is evaluated on a detection dataset") }
+    public static func run(
+        _ detector: any ObjectDetector, on dataset: Dataset,
+        confidence: Double = DetectorEvaluation.defaultConfidence
+    ) throws -> DetectorEvaluation {
+        guard dataset.kind == .detection else {
+            throw ClassificationError.invalid("a detector is evaluated on a detection dataset")
+        }
         let labels = detector.header.labels
         let index = Dictionary(uniqueKeysWithValues: labels.enumerated().map { ($1, $0) })
         var detections: [[(image: Int, detection: Detection)]] = Array(repeating: [], count: labels.count)
@@ -196,7 +213,8 @@ public struct DetectorEvaluation: Sendable, Equatable {
             }
             for object in sample.objects {
                 guard let label = index[dataset.labels[object.label]] else {
-                    throw ClassificationError.invalid("the dataset's label \(dataset.labels[object.label]) is not one of the model's labels")
+                    throw ClassificationError.invalid(
+                        "the dataset's label \(dataset.labels[object.label]) is not one of the model's labels")
                 }
                 truth[label].append((i, object.box))
             }
@@ -213,10 +231,12 @@ public struct DetectorEvaluation: Sendable, Equatable {
             ap[label] = byThreshold.values.reduce(0, +) / Double(byThreshold.count)
         }
         let map50 = ap50.isEmpty ? 0 : ap50.values.reduce(0, +) / Double(ap50.count)
-        var evaluation = DetectorEvaluation(ap50: ap50, ap50to95: ap, map50: map50, map50to95: Metrics.meanAveragePrecision(perClass: perClass))
+        var evaluation = DetectorEvaluation(
+            ap50: ap50, ap50to95: ap, map50: map50, map50to95: Metrics.meanAveragePrecision(perClass: perClass))
         evaluation.confidence = confidence
         for (c, label) in labels.enumerated() {
-            let counts = Metrics.matchCounts(detections: detections[c], truth: truth[c], confidence: confidence, iouThreshold: 0.5)
+            let counts = Metrics.matchCounts(
+                detections: detections[c], truth: truth[c], confidence: confidence, iouThreshold: 0.5)
             evaluation.counts[label] = counts
             evaluation.overall = evaluation.overall + counts
         }
@@ -239,7 +259,9 @@ public enum DetectorTrainer {
             var sums = [(Double, Double, Int)](repeating: (0, 0, 0), count: centres.count)
             for s in sizes {
                 let nearest = centres.indices.max { iou(s, centres[$0]) < iou(s, centres[$1]) }!
-                sums[nearest].0 += s.0; sums[nearest].1 += s.1; sums[nearest].2 += 1
+                sums[nearest].0 += s.0
+                sums[nearest].1 += s.1
+                sums[nearest].2 += 1
             }
             for i in centres.indices where sums[i].2 > 0 {
                 centres[i] = (sums[i].0 / Double(sums[i].2), sums[i].1 / Double(sums[i].2))
@@ -256,7 +278,9 @@ public enum DetectorTrainer {
         let targetLow = try targetCentre - targetHalf, targetHigh = try targetCentre + targetHalf
         let overlap = try (try high.minimum(targetHigh) - low.maximum(targetLow)).clamped(min: 0)
         let enclosing = try high.maximum(targetHigh) - low.minimum(targetLow)
-        func area(_ t: Tensor) throws -> Tensor { try t.narrowed(dim: -1, start: 0, length: 1) * t.narrowed(dim: -1, start: 1, length: 1) }
+        func area(_ t: Tensor) throws -> Tensor {
+            try t.narrowed(dim: -1, start: 0, length: 1) * t.narrowed(dim: -1, start: 1, length: 1)
+        }
         let intersection = try area(overlap)
         let union = try (try (try area(size) + area(targetSize)) - intersection) + 1e-9
         let hull = try area(enclosing) + 1e-9
@@ -266,8 +290,10 @@ public enum DetectorTrainer {
     /// The summed box loss of the predictions under `mask` ([…, 1]). `raw` ([…, 4]) holds the centre offsets in
     /// their cell before the sigmoid and the log-scales of the anchor (`anchorCells`, sizes in cells); the targets
     /// are the centre offsets, the sizes in cells and the log-scales.
-    static func boxLoss(_ kind: DetectorTrainingOptions.BoxLoss, raw: Tensor, anchorCells: Tensor, centre: Tensor, size: Tensor,
-                        logScale: Tensor, mask: Tensor, scaleWeight: Double = DetectorTrainingOptions.giouScaleWeight) throws -> Tensor {
+    static func boxLoss(
+        _ kind: DetectorTrainingOptions.BoxLoss, raw: Tensor, anchorCells: Tensor, centre: Tensor, size: Tensor,
+        logScale: Tensor, mask: Tensor, scaleWeight: Double = DetectorTrainingOptions.giouScaleWeight
+    ) throws -> Tensor {
         let predictedCentre = try raw.narrowed(dim: -1, start: 0, length: 2).sigmoid()
         let predictedScale = try raw.narrowed(dim: -1, start: 2, length: 2)
         let scaleLoss = try ((try predictedScale - logScale).squared() * mask).sum()
@@ -276,7 +302,8 @@ public enum DetectorTrainer {
             return try ((try predictedCentre - centre).squared() * mask).sum() + scaleLoss
         case .giou:
             let extent = try predictedScale.clamped(max: 4).exp() * anchorCells
-            let loss = try giou(centre: predictedCentre, size: extent, targetCentre: centre, targetSize: size).negated() + 1
+            let loss =
+                try giou(centre: predictedCentre, size: extent, targetCentre: centre, targetSize: size).negated() + 1
             // Plus a little of the squared error of the log-scales: GIoU's pull on a box far smaller than its object
             // is only their area ratio, so a box that shrinks early in a short training stays a dot.
             return try (loss * mask).sum() + (try scaleLoss * scaleWeight)
@@ -289,7 +316,9 @@ public enum DetectorTrainer {
     }
 
     /// Zooms and shifts an input and its boxes together; boxes mostly pushed out of the frame are dropped.
-    static func jitter(_ sample: Prepared, side: Int, amount: Double, using random: inout SeededRandom) -> ([Float], [Dataset.Object]) {
+    static func jitter(_ sample: Prepared, side: Int, amount: Double, using random: inout SeededRandom) -> (
+        [Float], [Dataset.Object]
+    ) {
         guard amount > 0 else { return (sample.input, sample.boxes) }
         let scale = 1 + (Double(random.unit()) * 2 - 1) * amount
         let centre = Double(side) / 2
@@ -306,15 +335,20 @@ public enum DetectorTrainer {
                 guard x0 >= 0, y0 >= 0, x0 + 1 < side, y0 + 1 < side else { continue }
                 for c in 0..<3 {
                     let base = c * plane
-                    let top = sample.input[base + y0 * side + x0] * (1 - fx) + sample.input[base + y0 * side + x0 + 1] * fx
-                    let bottom = sample.input[base + (y0 + 1) * side + x0] * (1 - fx) + sample.input[base + (y0 + 1) * side + x0 + 1] * fx
+                    let top =
+                        sample.input[base + y0 * side + x0] * (1 - fx) + sample.input[base + y0 * side + x0 + 1] * fx
+                    let bottom =
+                        sample.input[base + (y0 + 1) * side + x0] * (1 - fx) + sample.input[
+                            base + (y0 + 1) * side + x0 + 1] * fx
                     out[base + y * side + x] = top * (1 - fy) + bottom * fy
                 }
             }
         }
         var boxes: [Dataset.Object] = []
         for object in sample.boxes {
-            let moved = Box(x: object.box.x * scale + tx, y: object.box.y * scale + ty, width: object.box.width * scale, height: object.box.height * scale)
+            let moved = Box(
+                x: object.box.x * scale + tx, y: object.box.y * scale + ty, width: object.box.width * scale,
+                height: object.box.height * scale)
             let x0 = max(0, moved.minX), y0 = max(0, moved.minY)
             let x1 = min(Double(side), moved.maxX), y1 = min(Double(side), moved.maxY)
             guard x1 > x0, y1 > y0, (x1 - x0) * (y1 - y0) >= 0.6 * moved.area else { continue }
@@ -337,7 +371,9 @@ public enum DetectorTrainer {
         case (.classifier, "cnn", let network?, _): return .classifier(network)
         case (.detector, "yolo", _, let configuration?): return .detector(configuration)
         default:
-            throw ClassificationError.invalid("a detector's base model must be a cnn classifier or a yolo detector trained here (this one is a \(header.algorithm) \(header.kind.rawValue))")
+            throw ClassificationError.invalid(
+                "a detector's base model must be a cnn classifier or a yolo detector trained here (this one is a \(header.algorithm) \(header.kind.rawValue))"
+            )
         }
     }
 
@@ -352,12 +388,17 @@ public enum DetectorTrainer {
     ///
     /// `featurePrint` trains a `transfer` detector instead (`TransferDetector`): the pretrained network frozen as
     /// its backbone, only the head trained.
-    public static func train(_ dataset: Dataset, validation: Dataset? = nil, options: DetectorTrainingOptions,
-                             base: ModelFile? = nil, featurePrint: FeaturePrint? = nil, cropClassifier cropFeaturePrint: FeaturePrint? = nil,
-                             progress: (TrainingProgress) throws -> Void = { _ in }) throws -> ModelFile {
-        guard dataset.kind == .detection else { throw ClassificationError.invalid("a detector trains on a detection dataset (annotations.json)") }
+    public static func train(
+        _ dataset: Dataset, validation: Dataset? = nil, options: DetectorTrainingOptions,
+        base: ModelFile? = nil, featurePrint: FeaturePrint? = nil, cropClassifier cropFeaturePrint: FeaturePrint? = nil,
+        progress: (TrainingProgress) throws -> Void = { _ in }
+    ) throws -> ModelFile {
+        guard dataset.kind == .detection else {
+            throw ClassificationError.invalid("a detector trains on a detection dataset (annotations.json)")
+        }
         if base != nil, featurePrint != nil {
-            throw ClassificationError.invalid("a transfer detector trains on the built-in feature print; a base model is for yolo")
+            throw ClassificationError.invalid(
+                "a transfer detector trains on the built-in feature print; a base model is for yolo")
         }
         var options = options
         var inherited: [NamedArray] = []
@@ -368,16 +409,21 @@ public enum DetectorTrainer {
                 inherited = base.tensors.filter { !$0.name.hasPrefix("head.") }
             case .detector(let configuration):
                 options.widths = configuration.backbone.widths
-                inherited = base.tensors.filter { !$0.name.hasPrefix("detect.") || base.header.labels == dataset.labels }
+                inherited = base.tensors.filter {
+                    !$0.name.hasPrefix("detect.") || base.header.labels == dataset.labels
+                }
             }
         }
         if let validation {
             guard validation.kind == .detection else {
-                throw ClassificationError.invalid("the validation dataset is a classification dataset; a detector validates on a detection one")
+                throw ClassificationError.invalid(
+                    "the validation dataset is a classification dataset; a detector validates on a detection one")
             }
             // Checked before training: an unknown label would only fail the evaluation after every epoch ran.
             for label in validation.labels where !dataset.labels.contains(label) {
-                throw ClassificationError.invalid("the validation dataset's label \(label) is not one of the training dataset's labels (\(dataset.labels.joined(separator: ", ")))")
+                throw ClassificationError.invalid(
+                    "the validation dataset's label \(label) is not one of the training dataset's labels (\(dataset.labels.joined(separator: ", ")))"
+                )
             }
         }
         let started = ContinuousClock.now
@@ -386,13 +432,21 @@ public enum DetectorTrainer {
         for sample in dataset.samples {
             let image = try RGBImage.decode(dataset.images[sample.hash]!, name: sample.name)
             let (input, placement) = try Preprocessing.input(image, width: side, height: side, scaling: .fit)
-            prepared.append(Prepared(input: input, boxes: sample.objects.map { Dataset.Object(label: $0.label, box: placement.toInput($0.box)) }))
+            prepared.append(
+                Prepared(
+                    input: input,
+                    boxes: sample.objects.map { Dataset.Object(label: $0.label, box: placement.toInput($0.box)) }))
         }
-        let split = validation != nil
+        let split =
+            validation != nil
             ? (training: Array(prepared.indices), validation: [Int]())
-            : ClassifierTrainer.split(labels: Array(repeating: 0, count: prepared.count), fraction: options.validationFraction, seed: options.seed)
+            : ClassifierTrainer.split(
+                labels: Array(repeating: 0, count: prepared.count), fraction: options.validationFraction,
+                seed: options.seed)
         let training = split.training.map { prepared[$0] }
-        let anchors = Self.anchors(training.flatMap { $0.boxes.map { ($0.box.width, $0.box.height) } }, count: options.anchors, seed: options.seed)
+        let anchors = Self.anchors(
+            training.flatMap { $0.boxes.map { ($0.box.width, $0.box.height) } }, count: options.anchors,
+            seed: options.seed)
         try Torch.seed(options.seed)
         var random = SeededRandom(seed: options.seed)
 
@@ -401,9 +455,11 @@ public enum DetectorTrainer {
         let stopped: (cause: any Error, epoch: Int)?
         let tensors: () throws -> [NamedArray]
         if let featurePrint {
-            header = ModelHeader(kind: .detector, algorithm: "transfer", labels: dataset.labels, inputWidth: side, inputHeight: side)
-            let transfer = try TransferDetector(header: header, featurePrint: featurePrint, featureStride: options.featureStride,
-                                                anchors: anchors, seed: options.seed)
+            header = ModelHeader(
+                kind: .detector, algorithm: "transfer", labels: dataset.labels, inputWidth: side, inputHeight: side)
+            let transfer = try TransferDetector(
+                header: header, featurePrint: featurePrint, featureStride: options.featureStride,
+                anchors: anchors, seed: options.seed)
             header = transfer.header
             detector = transfer
             // The backbone is frozen, so each training scene's feature maps are taken once, for `featureVariants`
@@ -416,37 +472,49 @@ public enum DetectorTrainer {
                 var copies: [(input: [Float], boxes: [Dataset.Object])] = [(sample.input, sample.boxes)]
                 for _ in 1..<variants {
                     let (jittered, moved) = jitter(sample, side: side, amount: options.jitter, using: &random)
-                    copies.append((options.augmentation.apply(jittered, channels: 3, height: side, width: side, using: &random), moved))
+                    copies.append(
+                        (
+                            options.augmentation.apply(
+                                jittered, channels: 3, height: side, width: side, using: &random), moved
+                        ))
                 }
                 let map = try transfer.featureMaps(copies.map(\.input))
                 maps.append(try (0..<variants).map { try map.narrowed(dim: 0, start: $0, length: 1) })
                 boxes.append(copies.map(\.boxes))
             }
-            stopped = try fit(count: training.count, options: options, anchors: anchors, detector: transfer,
-                              trainable: transfer.head.trainable, random: &random, progress: progress) { batch, random in
+            stopped = try fit(
+                count: training.count, options: options, anchors: anchors, detector: transfer,
+                trainable: transfer.head.trainable, random: &random, progress: progress
+            ) { batch, random in
                 let picks = batch.map { ($0, Int(random.next() % UInt64(variants))) }
                 let out = try transfer.predict(try Tensor.cat(picks.map { maps[$0][$1] }, dim: 0))
                 return (out, picks.map { boxes[$0][$1] })
             }
             tensors = { try transfer.tensors() }
         } else {
-            let backbone = ResidualNetworkConfiguration(widths: options.widths, classes: 1, stemStride: 2, firstStageStride: 2)
-            header = ModelHeader(kind: .detector, algorithm: "yolo", labels: dataset.labels, inputWidth: side, inputHeight: side)
+            let backbone = ResidualNetworkConfiguration(
+                widths: options.widths, classes: 1, stemStride: 2, firstStageStride: 2)
+            header = ModelHeader(
+                kind: .detector, algorithm: "yolo", labels: dataset.labels, inputWidth: side, inputHeight: side)
             header.detector = DetectorConfiguration(backbone: backbone, anchors: anchors)
             let yolo = try Detector(header: header, configuration: header.detector!, seed: options.seed)
             guard side % yolo.backbone.stride == 0 else {
-                throw ClassificationError.invalid("input size \(side) is not a multiple of the backbone's stride \(yolo.backbone.stride)")
+                throw ClassificationError.invalid(
+                    "input size \(side) is not a multiple of the backbone's stride \(yolo.backbone.stride)")
             }
             detector = yolo
             // Layers whose names and shapes match (convolution weights do not depend on the input size or strides).
             if !inherited.isEmpty { _ = try yolo.backbone.parameters.loadMatching(inherited) }
-            stopped = try fit(count: training.count, options: options, anchors: anchors, detector: yolo,
-                              trainable: yolo.backbone.parameters.trainable, random: &random, progress: progress) { batch, random in
+            stopped = try fit(
+                count: training.count, options: options, anchors: anchors, detector: yolo,
+                trainable: yolo.backbone.parameters.trainable, random: &random, progress: progress
+            ) { batch, random in
                 var values: [Float] = []
                 var boxes: [[Dataset.Object]] = []
                 for i in batch {
                     let (jittered, moved) = jitter(training[i], side: side, amount: options.jitter, using: &random)
-                    values += options.augmentation.apply(jittered, channels: 3, height: side, width: side, using: &random)
+                    values += options.augmentation.apply(
+                        jittered, channels: 3, height: side, width: side, using: &random)
                     boxes.append(moved)
                 }
                 return (try yolo.forward(Tensor(values, shape: [batch.count, 3, side, side]), training: true), boxes)
@@ -462,8 +530,10 @@ public enum DetectorTrainer {
             var scenes = dataset
             scenes.samples = split.training.map { dataset.samples[$0] }
             let configuration = CropClassifierConfiguration()
-            let classifier = try CropClassifier.train(scenes, featurePrint: cropFeaturePrint, seed: options.seed, configuration: configuration)
-            evaluated = try ReclassifyingDetector(detector: detector, classifier: Classifier(classifier), configuration: configuration)
+            let classifier = try CropClassifier.train(
+                scenes, featurePrint: cropFeaturePrint, seed: options.seed, configuration: configuration)
+            evaluated = try ReclassifyingDetector(
+                detector: detector, classifier: Classifier(classifier), configuration: configuration)
             cropClassifierBytes = try classifier.encoded()
             header.cropClassifier = configuration
             header.metrics["crop_classifier_images"] = classifier.header.metrics["training_images"]
@@ -494,11 +564,15 @@ public enum DetectorTrainer {
     /// batches, each batch's raw outputs and boxes (in input pixels) from `batch`, the boxes assigned to cells and
     /// anchors and the loss taken as YOLOv2 does (`loss`), AdamW on `trainable` with warm-up and cosine decay.
     /// Returns why and after which epoch it stopped when the progress callback threw (a cancel), else nil.
-    static func fit(count: Int, options: DetectorTrainingOptions, anchors: [[Double]], detector: some GridDetector,
-                    trainable: [Tensor], random: inout SeededRandom, progress: (TrainingProgress) throws -> Void,
-                    batch: (_ indices: [Int], _ random: inout SeededRandom) throws -> (out: Tensor, boxes: [[Dataset.Object]]))
-        throws -> (cause: any Error, epoch: Int)? {
-        let optimizer = try Optimizer(.adamW, parameters: trainable, learningRate: options.learningRate, weightDecay: 5e-4)
+    static func fit(
+        count: Int, options: DetectorTrainingOptions, anchors: [[Double]], detector: some GridDetector,
+        trainable: [Tensor], random: inout SeededRandom, progress: (TrainingProgress) throws -> Void,
+        batch: (_ indices: [Int], _ random: inout SeededRandom) throws -> (out: Tensor, boxes: [[Dataset.Object]])
+    )
+        throws -> (cause: any Error, epoch: Int)?
+    {
+        let optimizer = try Optimizer(
+            .adamW, parameters: trainable, learningRate: options.learningRate, weightDecay: 5e-4)
         let batches = (count + options.batchSize - 1) / options.batchSize
         let steps = options.epochs * batches
         var step = 0
@@ -511,7 +585,8 @@ public enum DetectorTrainer {
                 let progressShare = Double(step) / Double(max(1, steps))
                 let warm = min(1, Double(step + 1) / Double(max(1, steps / 20)))
                 try optimizer.setLearningRate(options.learningRate * warm * 0.5 * (1 + cos(.pi * progressShare)))
-                let loss = try Self.loss(out, boxes: boxes, anchors: anchors, cellSize: Double(detector.cellSize), options: options)
+                let loss = try Self.loss(
+                    out, boxes: boxes, anchors: anchors, cellSize: Double(detector.cellSize), options: options)
                 try optimizer.zeroGradients()
                 try loss.backward()
                 try optimizer.step()
@@ -519,8 +594,10 @@ public enum DetectorTrainer {
                 total += Double(try loss.item())
             }
             do {
-                try progress(TrainingProgress(epoch: epoch, epochs: options.epochs, loss: total / Double(max(1, batches)),
-                                              trainingAccuracy: 0, validationAccuracy: nil))
+                try progress(
+                    TrainingProgress(
+                        epoch: epoch, epochs: options.epochs, loss: total / Double(max(1, batches)),
+                        trainingAccuracy: 0, validationAccuracy: nil))
             } catch {
                 return (error, epoch)
             }
@@ -532,8 +609,10 @@ public enum DetectorTrainer {
     /// an object trains the cell holding its centre at its best anchor (and every other anchor overlapping its box
     /// by `extraAnchorIoU`) — box, objectness and class — and every other cell and anchor learns it holds nothing.
     /// Averaged over the objects.
-    static func loss(_ out: Tensor, boxes objects: [[Dataset.Object]], anchors: [[Double]], cellSize: Double,
-                     options: DetectorTrainingOptions) throws -> Tensor {
+    static func loss(
+        _ out: Tensor, boxes objects: [[Dataset.Object]], anchors: [[Double]], cellSize: Double,
+        options: DetectorTrainingOptions
+    ) throws -> Tensor {
         let n = out.shape[0], a = anchors.count, g = out.shape[2], c = out.shape[4] - 5
         var objectness = [Float](repeating: 0, count: n * a * g * g)
         var weight = [Float](repeating: 1, count: n * a * g * g)
@@ -556,24 +635,30 @@ public enum DetectorTrainer {
                     if objectness[cell] == 0 { positives += 1 }
                     objectness[cell] = 1
                     weight[cell] = 5
-                    xy[cell * 2] = Float(cx / cellSize - Double(gx)); xy[cell * 2 + 1] = Float(cy / cellSize - Double(gy))
+                    xy[cell * 2] = Float(cx / cellSize - Double(gx))
+                    xy[cell * 2 + 1] = Float(cy / cellSize - Double(gy))
                     wh[cell * 2] = Float(Foundation.log(object.box.width / anchors[k][0]))
                     wh[cell * 2 + 1] = Float(Foundation.log(object.box.height / anchors[k][1]))
-                    size[cell * 2] = Float(object.box.width / cellSize); size[cell * 2 + 1] = Float(object.box.height / cellSize)
+                    size[cell * 2] = Float(object.box.width / cellSize)
+                    size[cell * 2 + 1] = Float(object.box.height / cellSize)
                     for j in 0..<c { classTargets[cell * c + j] = j == object.label ? 1 : 0 }
                 }
             }
         }
         // The anchors' sizes in cells, broadcast over [n, anchors, g, g, 2].
-        let anchorCells = try Tensor(anchors.flatMap { [Float($0[0] / cellSize), Float($0[1] / cellSize)] }, shape: [1, a, 1, 1, 2])
+        let anchorCells = try Tensor(
+            anchors.flatMap { [Float($0[0] / cellSize), Float($0[1] / cellSize)] }, shape: [1, a, 1, 1, 2])
         let mask = try Tensor(objectness, shape: [n, a, g, g, 1])
         let count = Double(max(1, positives))
-        let boxLoss = try Self.boxLoss(options.boxLoss, raw: out.narrowed(dim: 4, start: 0, length: 4), anchorCells: anchorCells,
-                                       centre: Tensor(xy, shape: [n, a, g, g, 2]), size: Tensor(size, shape: [n, a, g, g, 2]),
-                                       logScale: Tensor(wh, shape: [n, a, g, g, 2]), mask: mask)
+        let boxLoss = try Self.boxLoss(
+            options.boxLoss, raw: out.narrowed(dim: 4, start: 0, length: 4), anchorCells: anchorCells,
+            centre: Tensor(xy, shape: [n, a, g, g, 2]), size: Tensor(size, shape: [n, a, g, g, 2]),
+            logScale: Tensor(wh, shape: [n, a, g, g, 2]), mask: mask)
         let objLoss = try out.narrowed(dim: 4, start: 4, length: 1).binaryCrossEntropyWithLogits(
             targets: mask, weight: Tensor(weight, shape: [n, a, g, g, 1]), summed: true)
-        let clsLoss = try (try out.narrowed(dim: 4, start: 5, length: c).logSoftmax(dim: 4) * Tensor(classTargets, shape: [n, a, g, g, c])).sum().negated()
+        let clsLoss = try
+            (try out.narrowed(dim: 4, start: 5, length: c).logSoftmax(dim: 4)
+            * Tensor(classTargets, shape: [n, a, g, g, c])).sum().negated()
         return try (try (try boxLoss * options.boxWeight + objLoss) + clsLoss) * (1 / count)
     }
 }

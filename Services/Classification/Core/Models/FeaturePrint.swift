@@ -29,7 +29,8 @@ public struct FeaturePrint: Sendable {
     /// The manifest's file name inside the folder.
     public static let manifestName = "feature-print.json"
     /// What to tell a user whose service has no feature print.
-    public static let installHint = "run compose/compose up (or compose/compose feature-print), or start the service with --feature-print DIR"
+    public static let installHint =
+        "run compose/compose up (or compose/compose feature-print), or start the service with --feature-print DIR"
 
     public let manifest: Manifest
     /// The TorchScript module's bytes, checked.
@@ -41,26 +42,35 @@ public struct FeaturePrint: Sendable {
         let folder = URL(fileURLWithPath: directory)
         let manifestURL = folder.appendingPathComponent(manifestName)
         guard let data = FileManager.default.contents(atPath: manifestURL.path) else {
-            throw ClassificationError(.failedPrecondition, "the feature print is not installed (no \(manifestURL.path)); \(installHint)")
+            throw ClassificationError(
+                .failedPrecondition, "the feature print is not installed (no \(manifestURL.path)); \(installHint)")
         }
         let manifest: Manifest
         do { manifest = try JSONDecoder().decode(Manifest.self, from: data) } catch {
-            throw ClassificationError(.dataLoss, "the feature print's manifest \(manifestURL.path) is not readable (\(error)); reinstall it: \(installHint)")
+            throw ClassificationError(
+                .dataLoss,
+                "the feature print's manifest \(manifestURL.path) is not readable (\(error)); reinstall it: \(installHint)"
+            )
         }
         guard !manifest.file.isEmpty, !manifest.file.contains("/"), manifest.inputWidth > 0, manifest.inputHeight > 0,
-              manifest.mean.count == 3, manifest.std.count == 3, manifest.std.allSatisfy({ $0 > 0 }) else {
-            throw ClassificationError(.dataLoss, "the feature print's manifest \(manifestURL.path) is incomplete; reinstall it: \(installHint)")
+            manifest.mean.count == 3, manifest.std.count == 3, manifest.std.allSatisfy({ $0 > 0 })
+        else {
+            throw ClassificationError(
+                .dataLoss,
+                "the feature print's manifest \(manifestURL.path) is incomplete; reinstall it: \(installHint)")
         }
         let moduleURL = folder.appendingPathComponent(manifest.file)
         guard let bytes = FileManager.default.contents(atPath: moduleURL.path) else {
-            throw ClassificationError(.failedPrecondition, "the feature print is not installed (no \(moduleURL.path)); \(installHint)")
+            throw ClassificationError(
+                .failedPrecondition, "the feature print is not installed (no \(moduleURL.path)); \(installHint)")
         }
         let module = [UInt8](bytes)
         let actual = SHA256.hex(module)
         guard actual == manifest.sha256.lowercased() else {
             throw ClassificationError(
                 .dataLoss,
-                "the feature print \(moduleURL.path) is corrupt: its SHA-256 is \(actual), its manifest says \(manifest.sha256); delete \(directory) and reinstall it: \(installHint)")
+                "the feature print \(moduleURL.path) is corrupt: its SHA-256 is \(actual), its manifest says \(manifest.sha256); delete \(directory) and reinstall it: \(installHint)"
+            )
         }
         return FeaturePrint(manifest: manifest, module: module)
     }
@@ -73,8 +83,9 @@ public struct FeaturePrint: Sendable {
     /// The feature print as a TorchScript base model (`ClassifierTrainer.trainScriptHead`): no labels, its input
     /// size and normalisation, its module.
     public var base: ModelFile {
-        var header = ModelHeader(kind: .classifier, algorithm: "torchscript", labels: [],
-                                 inputWidth: manifest.inputWidth, inputHeight: manifest.inputHeight)
+        var header = ModelHeader(
+            kind: .classifier, algorithm: "torchscript", labels: [],
+            inputWidth: manifest.inputWidth, inputHeight: manifest.inputHeight)
         header.mean = manifest.mean
         header.std = manifest.std
         header.featureMethod = "forward"

@@ -38,7 +38,10 @@ enum FineTuning {
             }
         }
         guard let last, let end = names.lastIndex(where: { $0.hasPrefix(last.prefix + ".") }) else {
-            throw ClassificationError(.failedPrecondition, "the feature print has no numbered blocks (a container named …blocks with children 0, 1, …) to fine-tune the last of")
+            throw ClassificationError(
+                .failedPrecondition,
+                "the feature print has no numbered blocks (a container named …blocks with children 0, 1, …) to fine-tune the last of"
+            )
         }
         return names.enumerated().filter { $0.element.hasPrefix(last.prefix + ".") || $0.offset > end }.map(\.element)
     }
@@ -46,8 +49,10 @@ enum FineTuning {
     /// The frozen transfer model `frozen` (module and head) fine-tuned on `training`, validated on `held`. Progress
     /// is reported once per epoch; a cancel (thrown by `progress`) ends it with `TrainingInterrupted` carrying the
     /// best model so far.
-    static func train(_ frozen: ModelFile, _ training: LabelledInputs, _ held: LabelledInputs?, options: ClassifierTrainingOptions,
-                      progress: (TrainingProgress) throws -> Void) throws -> ModelFile {
+    static func train(
+        _ frozen: ModelFile, _ training: LabelledInputs, _ held: LabelledInputs?, options: ClassifierTrainingOptions,
+        progress: (TrainingProgress) throws -> Void
+    ) throws -> ModelFile {
         guard let script = frozen.script, let method = frozen.header.featureMethod else {
             throw ClassificationError.invalid("only a transfer model's feature print can be fine-tuned")
         }
@@ -69,7 +74,8 @@ enum FineTuning {
         let extractor = ScriptFeatures(module: module, method: method, header: frozen.header)
         let start = try LinearHead(tensors: frozen.tensors, classes: labels.count, model: "transfer")
         let width = start.width
-        let mean = try Tensor(start.mean, shape: [1, width]), deviation = try Tensor(start.deviation, shape: [1, width])
+        let mean = try Tensor(start.mean, shape: [1, width]),
+            deviation = try Tensor(start.deviation, shape: [1, width])
         let weight = try Tensor(try start.weight.floats(), shape: [labels.count, width]).requiringGradients()
         let bias = try Tensor(try start.bias.floats(), shape: [labels.count]).requiringGradients()
         let networkOptimizer = try Optimizer(.adam, parameters: tuned, learningRate: networkLearningRate)
@@ -80,8 +86,9 @@ enum FineTuning {
         let batchSize = ScriptFeatures.batchSize
 
         func head() throws -> LinearHead {
-            try LinearHead(mean: start.mean, deviation: start.deviation, weight: weight.detached().cloned(),
-                           bias: bias.detached().cloned(), classes: labels.count)
+            try LinearHead(
+                mean: start.mean, deviation: start.deviation, weight: weight.detached().cloned(),
+                bias: bias.detached().cloned(), classes: labels.count)
         }
         /// The model with the network's and head's current weights.
         func model(bestEpoch: Int?, trainingAccuracy: Double?, validationAccuracy: Double?) throws -> ModelFile {
@@ -110,7 +117,9 @@ enum FineTuning {
             for first in stride(from: 0, to: order.count, by: batchSize) {
                 let batch = order[first..<min(order.count, first + batchSize)]
                 let inputs = batch.map {
-                    augmentation.apply(training.inputs[$0], channels: 3, height: training.height, width: training.width, using: &random)
+                    augmentation.apply(
+                        training.inputs[$0], channels: 3, height: training.height, width: training.width, using: &random
+                    )
                 }
                 let features = try module.runRecordingGradients(method, try extractor.normalised(inputs))
                 let logits = try ((features - mean) / deviation).linear(weight: weight, bias: bias)
@@ -122,39 +131,50 @@ enum FineTuning {
                 try networkOptimizer.step()
                 try headOptimizer.step()
                 totalLoss += Double(try loss.item()) * Double(batch.count)
-                correct += zip(try logits.argmax(dim: 1).int64s(), batch).filter { Int($0) == training.labels[$1] }.count
+                correct +=
+                    zip(try logits.argmax(dim: 1).int64s(), batch).filter { Int($0) == training.labels[$1] }.count
             }
             trainingAccuracy = Double(correct) / Double(order.count)
             var validationLoss: Double?
             if let held {
                 let probabilities = try head().probabilities(try extractor.extract(held.inputs))
                 validationAccuracy = Metrics.accuracy(predicted: probabilities.map { argmax($0) }, truth: held.labels)
-                validationLoss = zip(probabilities, held.labels).map { -Foundation.log(max(1e-7, Double($0[$1]))) }.reduce(0, +) / Double(held.labels.count)
+                validationLoss =
+                    zip(probabilities, held.labels).map { -Foundation.log(max(1e-7, Double($0[$1]))) }.reduce(0, +)
+                    / Double(held.labels.count)
             }
             if let validationLoss, let validationAccuracy, best.map({ validationLoss < $0.loss }) ?? true {
-                best = Snapshot(loss: validationLoss, epoch: epoch, accuracy: validationAccuracy, trainingAccuracy: trainingAccuracy,
-                                network: try tuned.map { try $0.detached().cloned() }, weight: try weight.detached().cloned(),
-                                bias: try bias.detached().cloned())
+                best = Snapshot(
+                    loss: validationLoss, epoch: epoch, accuracy: validationAccuracy,
+                    trainingAccuracy: trainingAccuracy,
+                    network: try tuned.map { try $0.detached().cloned() }, weight: try weight.detached().cloned(),
+                    bias: try bias.detached().cloned())
             }
             do {
-                try progress(TrainingProgress(epoch: epoch, epochs: epochs, loss: totalLoss / Double(order.count),
-                                              trainingAccuracy: trainingAccuracy, validationAccuracy: validationAccuracy))
+                try progress(
+                    TrainingProgress(
+                        epoch: epoch, epochs: epochs, loss: totalLoss / Double(order.count),
+                        trainingAccuracy: trainingAccuracy, validationAccuracy: validationAccuracy))
             } catch {
                 // Cancelled: the best epoch so far (this one counts: it has ended), or the last without validation.
                 try restore(best)
-                var partial = try model(bestEpoch: best?.epoch, trainingAccuracy: best?.trainingAccuracy ?? trainingAccuracy,
-                                        validationAccuracy: best?.accuracy ?? validationAccuracy)
-                partial.header.interrupted = "while fine-tuning, after epoch \(epoch)/\(epochs); kept "
+                var partial = try model(
+                    bestEpoch: best?.epoch, trainingAccuracy: best?.trainingAccuracy ?? trainingAccuracy,
+                    validationAccuracy: best?.accuracy ?? validationAccuracy)
+                partial.header.interrupted =
+                    "while fine-tuning, after epoch \(epoch)/\(epochs); kept "
                     + (best.map { "epoch \($0.epoch), the best on the held-out images" } ?? "its weights")
                 throw TrainingInterrupted(cause: error, partial: partial)
             }
             if let best, epoch - best.epoch >= patience { break }
         }
         try restore(best)
-        var file = try model(bestEpoch: best?.epoch, trainingAccuracy: best?.trainingAccuracy ?? trainingAccuracy,
-                             validationAccuracy: best?.accuracy ?? validationAccuracy)
+        var file = try model(
+            bestEpoch: best?.epoch, trainingAccuracy: best?.trainingAccuracy ?? trainingAccuracy,
+            validationAccuracy: best?.accuracy ?? validationAccuracy)
         // The weights that moved: the tuned layers the features depend on.
-        file.header.metrics["fine_tuned_parameters"] = Double(try tuned.filter { try $0.hasGradient }.map(\.count).reduce(0, +))
+        file.header.metrics["fine_tuned_parameters"] = Double(
+            try tuned.filter { try $0.hasGradient }.map(\.count).reduce(0, +))
         return file
     }
 

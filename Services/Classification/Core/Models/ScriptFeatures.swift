@@ -16,7 +16,9 @@ struct ScriptFeatures {
     /// Loads the module of a TorchScript model. `method` nil picks the embedding method when the module exports one,
     /// else `forward` (a base for training); a model fine-tuned from one names its method in `featureMethod`.
     init(model: ModelFile, method: String?) throws {
-        guard let script = model.script else { throw ClassificationError.invalid("the torchscript model has no module") }
+        guard let script = model.script else {
+            throw ClassificationError.invalid("the torchscript model has no module")
+        }
         let module: ScriptModule
         do { module = try ScriptModule(bytes: script) } catch let error as TorchError {
             throw ClassificationError.invalid("the TorchScript module does not load: \(error.message)")
@@ -26,7 +28,9 @@ struct ScriptFeatures {
     }
 
     init(module: ScriptModule, method: String, header: ModelHeader) {
-        self.module = module; self.method = method; self.header = header
+        self.module = module
+        self.method = method
+        self.header = header
     }
 
     /// CHW inputs in [0, 1] as one batch, normalised by the header's mean and std (in libtorch: a 224-pixel photo
@@ -74,7 +78,8 @@ struct ScriptFeatures {
             if let batch = try? extractBatch(chunk) { rows += batch } else { rows += try chunk.map(extract) }
         }
         if let first = rows.first, first.isEmpty || rows.contains(where: { $0.count != first.count }) {
-            throw ClassificationError.invalid("the TorchScript module's \(method) returns no features of one fixed length")
+            throw ClassificationError.invalid(
+                "the TorchScript module's \(method) returns no features of one fixed length")
         }
         return rows
     }

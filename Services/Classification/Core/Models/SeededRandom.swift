@@ -1,3 +1,5 @@
+import Foundation
+
 /// SplitMix64: a small, fast, seedable generator, so the same seed and data give the same augmentations, splits
 /// and shuffles on every machine (Swift's SystemRandomNumberGenerator cannot be seeded).
 public struct SeededRandom: RandomNumberGenerator, Sendable {
@@ -22,5 +24,3 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
         return (-2 * logf(u)).squareRoot() * cosf(2 * .pi * v)
     }
 }
-
-import Foundation

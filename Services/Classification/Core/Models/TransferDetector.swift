@@ -33,9 +33,14 @@ public final class TransferDetector: GridDetector, @unchecked Sendable {
     var cellSize: Int { backbone.stride }
 
     /// A new detector on `featurePrint`'s network up to `featureStride`, its head drawn from `seed`.
-    convenience init(header: ModelHeader, featurePrint: FeaturePrint, featureStride: Int, anchors: [[Double]], seed: UInt64) throws {
-        guard Self.featureStrides.contains(featureStride), let blocks = LiteBackbone.blocks(forStride: max(16, featureStride)) else {
-            throw ClassificationError.invalid("a transfer detector's feature stride is 8, 16 or 32 (got \(featureStride))")
+    convenience init(
+        header: ModelHeader, featurePrint: FeaturePrint, featureStride: Int, anchors: [[Double]], seed: UInt64
+    ) throws {
+        guard Self.featureStrides.contains(featureStride),
+            let blocks = LiteBackbone.blocks(forStride: max(16, featureStride))
+        else {
+            throw ClassificationError.invalid(
+                "a transfer detector's feature stride is 8, 16 or 32 (got \(featureStride))")
         }
         let fineBlocks = featureStride == 8 ? Self.fineBlocks : nil
         let network: [NamedArray]
@@ -47,13 +52,15 @@ public final class TransferDetector: GridDetector, @unchecked Sendable {
         var header = header
         header.mean = featurePrint.manifest.mean
         header.std = featurePrint.manifest.std
-        header.transferDetector = TransferDetectorConfiguration(anchors: anchors, blocks: blocks, neckWidth: Self.neckWidth, fineBlocks: fineBlocks)
+        header.transferDetector = TransferDetectorConfiguration(
+            anchors: anchors, blocks: blocks, neckWidth: Self.neckWidth, fineBlocks: fineBlocks)
         try self.init(header: header, backbone: LiteBackbone.kept(network, blocks: blocks), seed: seed)
     }
 
     /// A saved transfer detector.
     public convenience init(_ file: ModelFile) throws {
-        guard file.header.kind == .detector, file.header.algorithm == "transfer", file.header.transferDetector != nil else {
+        guard file.header.kind == .detector, file.header.algorithm == "transfer", file.header.transferDetector != nil
+        else {
             throw ClassificationError.invalid("the model is not a transfer detector")
         }
         try self.init(header: file.header, backbone: file.tensors.filter { !Self.isHead($0.name) }, seed: 0)
@@ -61,14 +68,19 @@ public final class TransferDetector: GridDetector, @unchecked Sendable {
     }
 
     private init(header: ModelHeader, backbone tensors: [NamedArray], seed: UInt64) throws {
-        guard let configuration = header.transferDetector, let mean = header.mean, let std = header.std, mean.count == 3, std.count == 3 else {
+        guard let configuration = header.transferDetector, let mean = header.mean, let std = header.std,
+            mean.count == 3, std.count == 3
+        else {
             throw ClassificationError.invalid("the transfer detector lacks its configuration or normalisation")
         }
         self.header = header
         self.configuration = configuration
-        backbone = try LiteBackbone(tensors: tensors, blocks: configuration.blocks, fineBlocks: configuration.fineBlocks)
+        backbone = try LiteBackbone(
+            tensors: tensors, blocks: configuration.blocks, fineBlocks: configuration.fineBlocks)
         guard header.inputWidth == header.inputHeight, header.inputWidth % backbone.deepestStride == 0 else {
-            throw ClassificationError.invalid("input size \(header.inputWidth) is not a multiple of the feature map's stride \(backbone.deepestStride)")
+            throw ClassificationError.invalid(
+                "input size \(header.inputWidth) is not a multiple of the feature map's stride \(backbone.deepestStride)"
+            )
         }
         self.mean = try Tensor(mean, shape: [1, 3, 1, 1])
         deviation = try Tensor(std, shape: [1, 3, 1, 1])
@@ -106,9 +118,12 @@ public final class TransferDetector: GridDetector, @unchecked Sendable {
     func forward(_ x: Tensor, training: Bool) throws -> Tensor { try predict(try featureMap(x)) }
 
     /// Labelled boxes in the image's pixels (origin top-left), after the threshold, the label filter and NMS.
-    public func detect(_ image: RGBImage, confidenceThreshold: Double = 0.25, iouThreshold: Double = 0.45,
-                       maximum: Int = 100, labels only: Set<String> = []) throws -> [Detection] {
-        try gridDetections(image, confidenceThreshold: confidenceThreshold, iouThreshold: iouThreshold, maximum: maximum, labels: only)
+    public func detect(
+        _ image: RGBImage, confidenceThreshold: Double = 0.25, iouThreshold: Double = 0.45,
+        maximum: Int = 100, labels only: Set<String> = []
+    ) throws -> [Detection] {
+        try gridDetections(
+            image, confidenceThreshold: confidenceThreshold, iouThreshold: iouThreshold, maximum: maximum, labels: only)
     }
 
     /// What the model file stores: the backbone's tensors, then the head's.
@@ -168,27 +183,37 @@ struct LiteBackbone {
 
     init(tensors: [NamedArray], blocks: Int, fineBlocks: Int? = nil) throws {
         guard (1...ONNXExport.liteBlockStrides.count).contains(blocks) else {
-            throw ClassificationError.invalid("EfficientNet-Lite0 has \(ONNXExport.liteBlockStrides.count) blocks (asked for \(blocks))")
+            throw ClassificationError.invalid(
+                "EfficientNet-Lite0 has \(ONNXExport.liteBlockStrides.count) blocks (asked for \(blocks))")
         }
         if let fineBlocks, !(1..<blocks).contains(fineBlocks) {
-            throw ClassificationError.invalid("the fine map's block (\(fineBlocks)) must come before the last (\(blocks))")
+            throw ClassificationError.invalid(
+                "the fine map's block (\(fineBlocks)) must come before the last (\(blocks))")
         }
         let byName = Dictionary(tensors.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         var parameters: [(name: String, value: Tensor)] = []
         /// The parameter holding a tensor, as the source names it.
         func use(_ name: String) throws -> String {
-            guard let array = byName[name] else { throw ClassificationError.invalid("the transfer detector's backbone has no tensor \(name)") }
+            guard let array = byName[name] else {
+                throw ClassificationError.invalid("the transfer detector's backbone has no tensor \(name)")
+            }
             parameters.append(("t\(parameters.count)", try Tensor(array.values, shape: array.shape)))
             return "self.t\(parameters.count - 1)"
         }
         func outputs(_ name: String) throws -> Int {
-            guard let shape = byName[name]?.shape, shape.count == 4 else { throw ClassificationError.invalid("the transfer detector's backbone has no convolution \(name)") }
+            guard let shape = byName[name]?.shape, shape.count == 4 else {
+                throw ClassificationError.invalid("the transfer detector's backbone has no convolution \(name)")
+            }
             return shape[0]
         }
-        func conv(_ x: String, _ layer: String, _ bn: String, stride: Int, depthwise: Bool = false, relu6: Bool = true) throws -> String {
+        func conv(_ x: String, _ layer: String, _ bn: String, stride: Int, depthwise: Bool = false, relu6: Bool = true)
+            throws -> String
+        {
             let groups = depthwise ? try outputs("\(layer).weight") : 1
-            let normed = "self.bn(self.same(\(x), \(try use("\(layer).weight")), \(stride), \(groups)), "
-                + (try ["weight", "bias", "running_mean", "running_var"].map { try use("\(bn).\($0)") }).joined(separator: ", ") + ")"
+            let normed =
+                "self.bn(self.same(\(x), \(try use("\(layer).weight")), \(stride), \(groups)), "
+                + (try ["weight", "bias", "running_mean", "running_var"].map { try use("\(bn).\($0)") }).joined(
+                    separator: ", ") + ")"
             return relu6 ? "torch.clamp(\(normed), 0.0, 6.0)" : normed
         }
         var lines = ["def forward(self, x):", "    x = \(try conv("x", "_conv_stem", "_bn0", stride: 2))"]
@@ -205,7 +230,9 @@ struct LiteBackbone {
                 lines.append("    y = \(try conv(y, "\(block)._expand_conv", "\(block)._bn0", stride: 1))")
                 y = "y"
             }
-            lines.append("    y = \(try conv(y, "\(block)._depthwise_conv", "\(block)._bn1", stride: blockStride, depthwise: true))")
+            lines.append(
+                "    y = \(try conv(y, "\(block)._depthwise_conv", "\(block)._bn1", stride: blockStride, depthwise: true))"
+            )
             lines.append("    y = \(try conv("y", "\(block)._project_conv", "\(block)._bn2", stride: 1, relu6: false))")
             let out = try outputs("\(block)._project_conv.weight")
             lines.append(blockStride == 1 && out == channels ? "    x = y + x" : "    x = y")
@@ -214,16 +241,21 @@ struct LiteBackbone {
         }
         if let fine {
             let factor = stride / fine.stride
-            lines.append("    return torch.cat([fine, x.repeat_interleave(\(factor), 2).repeat_interleave(\(factor), 3)], 1)")
+            lines.append(
+                "    return torch.cat([fine, x.repeat_interleave(\(factor), 2).repeat_interleave(\(factor), 3)], 1)")
         } else {
             lines.append("    return x")
         }
         guard parameters.count == tensors.count else {
-            throw ClassificationError.invalid("the transfer detector's backbone has \(tensors.count) tensors; its \(blocks) blocks use \(parameters.count)")
+            throw ClassificationError.invalid(
+                "the transfer detector's backbone has \(tensors.count) tensors; its \(blocks) blocks use \(parameters.count)"
+            )
         }
         do {
-            module = try ScriptModule(bytes: try ScriptModule.compile(source: Self.helpers + lines.joined(separator: "\n") + "\n",
-                                                                      parameters: parameters))
+            module = try ScriptModule(
+                bytes: try ScriptModule.compile(
+                    source: Self.helpers + lines.joined(separator: "\n") + "\n",
+                    parameters: parameters))
         } catch let error as TorchError {
             throw ClassificationError.invalid("the transfer detector's backbone does not compile: \(error.message)")
         }

@@ -22,7 +22,8 @@ public final class ClassificationStore: Sendable {
 
     public static let migrations = [
         Migration(1, "datasets, images and models") { db in
-            try db.executeScript("""
+            try db.executeScript(
+                """
                 CREATE TABLE images (hash TEXT PRIMARY KEY, bytes BLOB NOT NULL);
                 CREATE TABLE datasets (
                     name TEXT PRIMARY KEY, kind TEXT NOT NULL, labels TEXT NOT NULL, created_at REAL NOT NULL);
@@ -40,7 +41,8 @@ public final class ClassificationStore: Sendable {
                 """)
         },
         Migration(2, "catalogue") { db in
-            try db.executeScript("""
+            try db.executeScript(
+                """
                 CREATE TABLE catalogue (
                     label TEXT PRIMARY KEY, name TEXT NOT NULL, local_name TEXT NOT NULL, attributes TEXT NOT NULL,
                     search TEXT NOT NULL);
@@ -53,7 +55,8 @@ public final class ClassificationStore: Sendable {
         // What a feedback photo was said about: the model that answered and its answer beside the right label, so
         // a model's mistakes can be counted later; the photo itself stays in the feedback dataset.
         Migration(4, "feedback records") { db in
-            try db.executeScript("""
+            try db.executeScript(
+                """
                 CREATE TABLE feedback (
                     id INTEGER PRIMARY KEY AUTOINCREMENT, dataset TEXT NOT NULL, hash TEXT NOT NULL, label TEXT NOT NULL,
                     model TEXT NOT NULL, predicted_label TEXT NOT NULL, created_at REAL NOT NULL);
@@ -69,7 +72,8 @@ public final class ClassificationStore: Sendable {
         // answers as before (a call naming no app takes the only app there is). Deleting the model leaves the app
         // pointing at none (SET NULL), never at whatever is stored later.
         Migration(6, "deployments") { db in
-            try db.executeScript("""
+            try db.executeScript(
+                """
                 CREATE TABLE deployments (
                     app TEXT NOT NULL, kind TEXT NOT NULL, model TEXT REFERENCES models(name) ON DELETE SET NULL,
                     updated_at REAL NOT NULL, PRIMARY KEY (app, kind));
@@ -83,7 +87,8 @@ public final class ClassificationStore: Sendable {
         // from before belong to the app `default`, as the active models did. Attributes keep the order they were
         // imported in (a JSON array of [key, value]; rows from before hold an object, read in key order).
         Migration(7, "catalogue per app") { db in
-            try db.executeScript("""
+            try db.executeScript(
+                """
                 CREATE TABLE app_catalogue (
                     app TEXT NOT NULL, label TEXT NOT NULL, name TEXT NOT NULL, local_name TEXT NOT NULL,
                     attributes TEXT NOT NULL, search TEXT NOT NULL, PRIMARY KEY (app, label));
@@ -116,7 +121,10 @@ public final class ClassificationStore: Sendable {
         let database = try databases.open(migrations: migrations)
         var blobs = blobs
         if blobs == nil, database.isReplicated {
-            blobs = try BlobStore(directory: FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-blobs-\(UUID().uuidString)").path)
+            blobs = try BlobStore(
+                directory: FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "menagerie-blobs-\(UUID().uuidString)"
+                ).path)
         }
         return ClassificationStore(database: database, blobs: blobs)
     }
@@ -131,7 +139,9 @@ public final class ClassificationStore: Sendable {
     /// The statement that keeps an image's row: its bytes inline, or only its hash when the bytes are in the blob
     /// store (an empty BLOB literal: binding an empty array would bind NULL).
     var imageInsert: String {
-        blobs == nil ? "INSERT OR IGNORE INTO images (hash, bytes) VALUES (?, ?)" : "INSERT OR IGNORE INTO images (hash, bytes) VALUES (?, X'')"
+        blobs == nil
+            ? "INSERT OR IGNORE INTO images (hash, bytes) VALUES (?, ?)"
+            : "INSERT OR IGNORE INTO images (hash, bytes) VALUES (?, X'')"
     }
 
     func imageArguments(_ hash: String, _ bytes: [UInt8]) -> [(any SQLConvertible)?] {
@@ -142,9 +152,11 @@ public final class ClassificationStore: Sendable {
     /// hash): what the blob repair keeps on enough nodes.
     public func blobHashes() throws -> [String] {
         try database.read { db in
-            try db.query("""
+            try db.query(
+                """
                 SELECT hash FROM images WHERE length(bytes) = 0 UNION SELECT file_hash FROM models WHERE file_hash IS NOT NULL
-                """).compactMap { $0.string(0) }
+                """
+            ).compactMap { $0.string(0) }
         }
     }
 
@@ -152,7 +164,8 @@ public final class ClassificationStore: Sendable {
     func imageBytes(_ hash: String, inline: [UInt8]) throws -> [UInt8] {
         guard inline.isEmpty else { return inline }
         guard let blobs else {
-            throw ClassificationError(.internal, "image \(hash) is kept in a blob store and this replica has none (run it with --cluster)")
+            throw ClassificationError(
+                .internal, "image \(hash) is kept in a blob store and this replica has none (run it with --cluster)")
         }
         return try blobs.get(hash)
     }
@@ -168,8 +181,10 @@ public final class ClassificationStore: Sendable {
     }
 
     static func validName(_ name: String, _ what: String) throws {
-        guard !name.isEmpty, name.count <= 100, !name.contains("/"), name.trimmingCharacters(in: .whitespaces) == name else {
-            throw ClassificationError.invalid("\(what) name \"\(name)\" must be 1–100 characters without slashes or outer spaces")
+        guard !name.isEmpty, name.count <= 100, !name.contains("/"), name.trimmingCharacters(in: .whitespaces) == name
+        else {
+            throw ClassificationError.invalid(
+                "\(what) name \"\(name)\" must be 1–100 characters without slashes or outer spaces")
         }
     }
 
@@ -191,57 +206,76 @@ public final class ClassificationStore: Sendable {
             guard try db.queryOne("SELECT 1 FROM datasets WHERE name = ?", [name]) == nil else {
                 throw ClassificationError(.alreadyExists, "dataset \(name) already exists")
             }
-            try db.execute("INSERT INTO datasets (name, kind, labels, created_at, owner) VALUES (?, ?, ?, ?, ?)",
-                           [name, dataset.kind.rawValue, String(decoding: try encoder.encode(dataset.labels), as: UTF8.self),
-                            Date().timeIntervalSince1970, owner])
+            try db.execute(
+                "INSERT INTO datasets (name, kind, labels, created_at, owner) VALUES (?, ?, ?, ?, ?)",
+                [
+                    name, dataset.kind.rawValue, String(decoding: try encoder.encode(dataset.labels), as: UTF8.self),
+                    Date().timeIntervalSince1970, owner,
+                ])
             let image = try db.prepare(imageInsert)
             for (hash, bytes) in dataset.images { try image.execute(imageArguments(hash, bytes)) }
-            let sample = try db.prepare("""
+            let sample = try db.prepare(
+                """
                 INSERT INTO dataset_samples (dataset, position, name, hash, width, height, label, objects)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             for (position, s) in dataset.samples.enumerated() {
-                try sample.execute([name, position, s.name, s.hash, s.width, s.height, s.label,
-                                    String(decoding: try encoder.encode(s.objects), as: UTF8.self)])
+                try sample.execute([
+                    name, position, s.name, s.hash, s.width, s.height, s.label,
+                    String(decoding: try encoder.encode(s.objects), as: UTF8.self),
+                ])
             }
         }
     }
 
     public func dataset(named name: String, owner: String? = nil) throws -> Dataset {
         var dataset = try database.read { db in
-            guard let row = try db.queryOne("SELECT kind, labels FROM datasets WHERE name = ?1 AND (?2 IS NULL OR owner = ?2)", [name, owner]) else {
+            guard
+                let row = try db.queryOne(
+                    "SELECT kind, labels FROM datasets WHERE name = ?1 AND (?2 IS NULL OR owner = ?2)", [name, owner])
+            else {
                 throw ClassificationError(.notFound, "no dataset named \(name)")
             }
             let kind = Dataset.Kind(rawValue: row.string(0) ?? "") ?? .classification
             let labels = try JSONDecoder().decode([String].self, from: Data((row.string(1) ?? "[]").utf8))
             var images: [String: [UInt8]] = [:]
             var samples: [Dataset.Sample] = []
-            for r in try db.query("""
+            for r in try db.query(
+                """
                 SELECT s.name, s.hash, s.width, s.height, s.label, s.objects, i.bytes FROM dataset_samples s
                 JOIN images i ON i.hash = s.hash WHERE s.dataset = ? ORDER BY s.position
-                """, [name]) {
+                """, [name])
+            {
                 let hash = r.string(1) ?? ""
                 images[hash] = r.blob(6) ?? []
-                samples.append(Dataset.Sample(
-                    name: r.string(0) ?? "", hash: hash, width: r.int(2) ?? 0, height: r.int(3) ?? 0, label: r.int(4) ?? 0,
-                    objects: try JSONDecoder().decode([Dataset.Object].self, from: Data((r.string(5) ?? "[]").utf8))))
+                samples.append(
+                    Dataset.Sample(
+                        name: r.string(0) ?? "", hash: hash, width: r.int(2) ?? 0, height: r.int(3) ?? 0,
+                        label: r.int(4) ?? 0,
+                        objects: try JSONDecoder().decode([Dataset.Object].self, from: Data((r.string(5) ?? "[]").utf8))
+                    ))
             }
             return Dataset(kind: kind, labels: labels, samples: samples, images: images)
         }
         // Outside the read: fetching from a peer may take a while.
-        for (hash, bytes) in dataset.images where bytes.isEmpty { dataset.images[hash] = try imageBytes(hash, inline: bytes) }
+        for (hash, bytes) in dataset.images where bytes.isEmpty {
+            dataset.images[hash] = try imageBytes(hash, inline: bytes)
+        }
         return dataset
     }
 
     public func datasets(owner: String? = nil) throws -> [DatasetSummary] {
         try database.read { db in
-            try db.query("""
+            try db.query(
+                """
                 SELECT d.name, d.kind, d.labels, d.created_at, COUNT(s.position) FROM datasets d
                 LEFT JOIN dataset_samples s ON s.dataset = d.name WHERE ?1 IS NULL OR d.owner = ?1 GROUP BY d.name ORDER BY d.name
-                """, [owner]).map { r in
-                DatasetSummary(name: r.string(0) ?? "", kind: Dataset.Kind(rawValue: r.string(1) ?? "") ?? .classification,
-                               labels: (try? JSONDecoder().decode([String].self, from: Data((r.string(2) ?? "[]").utf8))) ?? [],
-                               images: r.int(4) ?? 0, createdAt: Date(timeIntervalSince1970: r.double(3) ?? 0))
+                """, [owner]
+            ).map { r in
+                DatasetSummary(
+                    name: r.string(0) ?? "", kind: Dataset.Kind(rawValue: r.string(1) ?? "") ?? .classification,
+                    labels: (try? JSONDecoder().decode([String].self, from: Data((r.string(2) ?? "[]").utf8))) ?? [],
+                    images: r.int(4) ?? 0, createdAt: Date(timeIntervalSince1970: r.double(3) ?? 0))
             }
         }
     }
@@ -258,7 +292,9 @@ public final class ClassificationStore: Sendable {
     public func labelCounts(dataset name: String) throws -> [(label: String, images: Int, objects: Int)] {
         let summary = try datasetSummary(named: name)
         let rows = try database.read { db in
-            try db.query("SELECT label, objects FROM dataset_samples WHERE dataset = ?", [name]).map { ($0.int(0) ?? 0, $0.string(1) ?? "[]") }
+            try db.query("SELECT label, objects FROM dataset_samples WHERE dataset = ?", [name]).map {
+                ($0.int(0) ?? 0, $0.string(1) ?? "[]")
+            }
         }
         var images = [Int](repeating: 0, count: summary.labels.count), objects = images
         for (label, json) in rows {
@@ -311,12 +347,21 @@ public final class ClassificationStore: Sendable {
                 throw ClassificationError(.alreadyExists, "model \(name) already exists")
             }
             if let hash {
-                try db.execute("""
+                try db.execute(
+                    """
                     INSERT INTO models (name, kind, algorithm, created_at, size, file, file_hash) VALUES (?, ?, ?, ?, ?, X'', ?)
-                    """, [name, file.header.kind.rawValue, file.header.algorithm, Date().timeIntervalSince1970, bytes.count, hash])
+                    """,
+                    [
+                        name, file.header.kind.rawValue, file.header.algorithm, Date().timeIntervalSince1970,
+                        bytes.count, hash,
+                    ])
             } else {
-                try db.execute("INSERT INTO models (name, kind, algorithm, created_at, size, file) VALUES (?, ?, ?, ?, ?, ?)",
-                               [name, file.header.kind.rawValue, file.header.algorithm, Date().timeIntervalSince1970, bytes.count, bytes])
+                try db.execute(
+                    "INSERT INTO models (name, kind, algorithm, created_at, size, file) VALUES (?, ?, ?, ?, ?, ?)",
+                    [
+                        name, file.header.kind.rawValue, file.header.algorithm, Date().timeIntervalSince1970,
+                        bytes.count, bytes,
+                    ])
             }
         }
     }
@@ -336,7 +381,8 @@ public final class ClassificationStore: Sendable {
     private func modelFile(inline: [UInt8], hash: String?, name: String) throws -> [UInt8] {
         guard let hash else { return inline }
         guard let blobs else {
-            throw ClassificationError(.internal, "model \(name) is kept in a blob store and this replica has none (run it with --cluster)")
+            throw ClassificationError(
+                .internal, "model \(name) is kept in a blob store and this replica has none (run it with --cluster)")
         }
         return try blobs.get(hash)
     }
@@ -344,7 +390,8 @@ public final class ClassificationStore: Sendable {
     /// The stored container's size in bytes, read without the container (to budget for it first).
     public func modelSize(named name: String) throws -> Int {
         try database.read { db in
-            guard let row = try db.queryOne("SELECT size FROM models WHERE name = ?", [name]), let size = row.int(0) else {
+            guard let row = try db.queryOne("SELECT size FROM models WHERE name = ?", [name]), let size = row.int(0)
+            else {
                 throw ClassificationError(.notFound, "no model named \(name)")
             }
             return size
@@ -357,7 +404,9 @@ public final class ClassificationStore: Sendable {
     /// model was deleted and another stored under its name, perhaps by another replica).
     public func modelStamp(named name: String) throws -> Double {
         try database.read { db in
-            guard let row = try db.queryOne("SELECT created_at FROM models WHERE name = ?", [name]), let stamp = row.double(0) else {
+            guard let row = try db.queryOne("SELECT created_at FROM models WHERE name = ?", [name]),
+                let stamp = row.double(0)
+            else {
                 throw ClassificationError(.notFound, "no model named \(name)")
             }
             return stamp
@@ -366,7 +415,8 @@ public final class ClassificationStore: Sendable {
 
     public func models() throws -> [ModelSummary] {
         let rows = try database.read { db in
-            try db.query("""
+            try db.query(
+                """
                 SELECT m.name, m.file, m.size, m.created_at,
                     (SELECT json_group_array(app) FROM (SELECT app FROM deployments WHERE model = m.name ORDER BY app)), m.file_hash
                 FROM models m ORDER BY m.name
@@ -385,9 +435,10 @@ public final class ClassificationStore: Sendable {
             } else {
                 header = try ModelFile.decode(r.blob(1) ?? []).header
             }
-            return ModelSummary(name: name, header: header, size: r.int(2) ?? 0,
-                                createdAt: Date(timeIntervalSince1970: r.double(3) ?? 0),
-                                apps: (try? JSONDecoder().decode([String].self, from: Data((r.string(4) ?? "[]").utf8))) ?? [])
+            return ModelSummary(
+                name: name, header: header, size: r.int(2) ?? 0,
+                createdAt: Date(timeIntervalSince1970: r.double(3) ?? 0),
+                apps: (try? JSONDecoder().decode([String].self, from: Data((r.string(4) ?? "[]").utf8))) ?? [])
         }
     }
 
@@ -401,7 +452,9 @@ public final class ClassificationStore: Sendable {
     /// A warning when `dataset` shares images with the datasets `model` was trained on (as they are now; a
     /// deleted one is not looked for): figures on images a model has seen flatter it. Nil when nothing is shared
     /// or the model does not say what it was trained on (imported, or trained before that was kept).
-    public func trainingOverlapWarning(model header: ModelHeader, name: String, dataset: Dataset, datasetName: String) throws -> String? {
+    public func trainingOverlapWarning(model header: ModelHeader, name: String, dataset: Dataset, datasetName: String)
+        throws -> String?
+    {
         guard let trained = header.trainingDatasets, !trained.isEmpty else { return nil }
         let seen: Set<String> = try database.read { db in
             var hashes = Set<String>()
@@ -415,8 +468,11 @@ public final class ClassificationStore: Sendable {
         let shared = dataset.samples.filter { seen.contains($0.hash) }.count
         guard shared > 0 else { return nil }
         let sources = trained.joined(separator: ", ")
-        let what = shared == dataset.samples.count ? "all \(shared) images" : "\(shared) of the \(dataset.samples.count) images"
-        return "\(what) of dataset \(datasetName) are in the dataset\(trained.count == 1 ? "" : "s") model \(name) was trained on (\(sources)), "
+        let what =
+            shared == dataset.samples.count
+            ? "all \(shared) images" : "\(shared) of the \(dataset.samples.count) images"
+        return
+            "\(what) of dataset \(datasetName) are in the dataset\(trained.count == 1 ? "" : "s") model \(name) was trained on (\(sources)), "
             + "its held-out share included: figures on images it has seen flatter it; evaluate on images it never saw"
     }
 }

@@ -15,7 +15,10 @@ public struct Deployment: Sendable, Equatable {
     public var updatedAt: Date
 
     public init(app: String, kind: ModelHeader.Kind, model: String?, updatedAt: Date) {
-        self.app = app; self.kind = kind; self.model = model; self.updatedAt = updatedAt
+        self.app = app
+        self.kind = kind
+        self.model = model
+        self.updatedAt = updatedAt
     }
 }
 
@@ -32,11 +35,13 @@ extension ClassificationStore {
         try Self.validName(app, "app")
         return try database.write { db in
             guard let row = try db.queryOne("SELECT kind FROM models WHERE name = ?", [model]),
-                  let kind = ModelHeader.Kind(rawValue: row.string(0) ?? "") else {
+                let kind = ModelHeader.Kind(rawValue: row.string(0) ?? "")
+            else {
                 throw ClassificationError(.notFound, "no model named \(model)")
             }
             let now = Date()
-            try db.execute("""
+            try db.execute(
+                """
                 INSERT INTO deployments (app, kind, model, updated_at) VALUES (?, ?, ?, ?)
                 ON CONFLICT (app, kind) DO UPDATE SET model = excluded.model, updated_at = excluded.updated_at
                 """, [app, kind.rawValue, model, now.timeIntervalSince1970])
@@ -48,8 +53,9 @@ extension ClassificationStore {
     public func deployments() throws -> [Deployment] {
         try database.read { db in
             try db.query("SELECT app, kind, model, updated_at FROM deployments ORDER BY app, kind").map { r in
-                Deployment(app: r.string(0) ?? "", kind: ModelHeader.Kind(rawValue: r.string(1) ?? "") ?? .classifier,
-                           model: r.string(2), updatedAt: Date(timeIntervalSince1970: r.double(3) ?? 0))
+                Deployment(
+                    app: r.string(0) ?? "", kind: ModelHeader.Kind(rawValue: r.string(1) ?? "") ?? .classifier,
+                    model: r.string(2), updatedAt: Date(timeIntervalSince1970: r.double(3) ?? 0))
             }
         }
     }
@@ -57,7 +63,8 @@ extension ClassificationStore {
     /// Removes an app's model of `kind`, or with nil both of its kinds; an app with none is NOT_FOUND. The models stay.
     public func deleteDeployment(app: String, kind: ModelHeader.Kind? = nil) throws {
         try database.write { db in
-            try db.execute("DELETE FROM deployments WHERE app = ?1 AND (?2 IS NULL OR kind = ?2)", [app, kind?.rawValue])
+            try db.execute(
+                "DELETE FROM deployments WHERE app = ?1 AND (?2 IS NULL OR kind = ?2)", [app, kind?.rawValue])
             guard db.changes > 0 else {
                 throw ClassificationError(.notFound, "app \(app) has no \(kind.map(\.rawValue) ?? "model")")
             }
@@ -78,26 +85,36 @@ extension ClassificationStore {
             guard let found = ofKind.first(where: { $0.app == app }) else {
                 let apps = Set(all.map(\.app)).sorted()
                 if apps.contains(app) {
-                    throw ClassificationError(.failedPrecondition, "app \(app) has no \(kind.rawValue); an admin sets one: \(Self.deployHint(app: app))")
+                    throw ClassificationError(
+                        .failedPrecondition,
+                        "app \(app) has no \(kind.rawValue); an admin sets one: \(Self.deployHint(app: app))")
                 }
-                throw ClassificationError(.notFound, "no app named \(app)" + (apps.isEmpty ? " (there are no apps yet)" : " (apps: \(apps.joined(separator: ", ")))"))
+                throw ClassificationError(
+                    .notFound,
+                    "no app named \(app)"
+                        + (apps.isEmpty ? " (there are no apps yet)" : " (apps: \(apps.joined(separator: ", ")))"))
             }
             deployment = found
         } else {
             switch ofKind.count {
             case 0:
-                throw ClassificationError(.failedPrecondition,
+                throw ClassificationError(
+                    .failedPrecondition,
                     "no app has a \(kind.rawValue) yet; give a model, or an admin sets an app's: \(Self.deployHint())")
             case 1:
                 deployment = ofKind[0]
             default:
-                throw ClassificationError(.failedPrecondition,
-                    "\(ofKind.count) apps have a \(kind.rawValue) (\(ofKind.map(\.app).joined(separator: ", "))); name the one to answer for (app)")
+                throw ClassificationError(
+                    .failedPrecondition,
+                    "\(ofKind.count) apps have a \(kind.rawValue) (\(ofKind.map(\.app).joined(separator: ", "))); name the one to answer for (app)"
+                )
             }
         }
         guard let model = deployment.model else {
-            throw ClassificationError(.failedPrecondition,
-                "app \(deployment.app) has no \(kind.rawValue): its model was deleted; an admin sets one: \(Self.deployHint(app: deployment.app))")
+            throw ClassificationError(
+                .failedPrecondition,
+                "app \(deployment.app) has no \(kind.rawValue): its model was deleted; an admin sets one: \(Self.deployHint(app: deployment.app))"
+            )
         }
         return (deployment.app, model)
     }
@@ -113,7 +130,8 @@ extension ClassificationStore {
         let apps = try self.apps()
         guard apps.count <= 1 else {
             throw ClassificationError(
-                .failedPrecondition, "\(apps.count) apps (\(apps.joined(separator: ", "))); name the one whose catalogue this is (app)")
+                .failedPrecondition,
+                "\(apps.count) apps (\(apps.joined(separator: ", "))); name the one whose catalogue this is (app)")
         }
         return apps.first ?? Self.defaultApp
     }

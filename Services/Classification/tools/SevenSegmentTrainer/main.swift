@@ -39,7 +39,9 @@ var used = 0, skipped = 0, junkUsed = 0
 let side = SegmentCutter.side
 for line in table.split(separator: "\n") {
     let fields = line.split(separator: "\t").map(String.init)
-    guard fields.count == 2, let data = FileManager.default.contents(atPath: renderings.appendingPathComponent(fields[0]).path) else {
+    guard fields.count == 2,
+        let data = FileManager.default.contents(atPath: renderings.appendingPathComponent(fields[0]).path)
+    else {
         fail("bad labels.tsv line: \(line)")
     }
     let image = try RGBImage.decode([UInt8](data), name: fields[0])
@@ -60,7 +62,9 @@ for line in table.split(separator: "\n") {
         guard !expected.isEmpty else { continue }
         junkUsed += 1
     } else if pattern != expected {
-        if ProcessInfo.processInfo.environment["SEVENSEG_DEBUG"] != nil { say("left out \(fields[0]) \(fields[1]): cut \(String(pattern))") }
+        if ProcessInfo.processInfo.environment["SEVENSEG_DEBUG"] != nil {
+            say("left out \(fields[0]) \(fields[1]): cut \(String(pattern))")
+        }
         skipped += 1
         continue
     }
@@ -71,13 +75,21 @@ for line in table.split(separator: "\n") {
         var rgb = [UInt8](repeating: 0, count: side * side * 3)
         for (i, value) in patch.enumerated() {
             let byte = UInt8(max(0, min(255, (value * 255).rounded())))
-            rgb[3 * i] = byte; rgb[3 * i + 1] = byte; rgb[3 * i + 2] = byte
+            rgb[3 * i] = byte
+            rgb[3 * i + 1] = byte
+            rgb[3 * i + 2] = byte
         }
         let label = character == "-" ? "minus" : character == "#" ? SevenSegmentModel.rejectLabel : String(character)
-        files.append(("\(label)/\(fields[0])-\(files.count).jpg", try RGBImage(width: side, height: side, pixels: rgb).jpeg(quality: 100)))
+        files.append(
+            (
+                "\(label)/\(fields[0])-\(files.count).jpg",
+                try RGBImage(width: side, height: side, pixels: rgb).jpeg(quality: 100)
+            ))
     }
 }
-say("sevenseg-train: \(used) renderings cut glyph for glyph, \(skipped) left out, \(junkUsed) of no value; \(files.count) glyphs")
+say(
+    "sevenseg-train: \(used) renderings cut glyph for glyph, \(skipped) left out, \(junkUsed) of no value; \(files.count) glyphs"
+)
 // Turned 13°, spaced tight, under glare or with a point touching the next digit, a rendering is cut wrong: 40 % of
 // them are left out (what the reader cannot cut it need not classify); more than half is a broken cutter.
 guard used * 2 >= used + skipped else { fail("the cutter matched only \(used) of \(used + skipped) renderings") }
@@ -96,9 +108,11 @@ options.scaling = .fit
 // Glyphs are upright once the cutter un-slants them; a little shift and turn, no flips.
 options.augmentation = Augmentation(crop: 0.08, rotation: 4)
 let model = try ClassifierTrainer.train(dataset, options: options) { progress in
-    say(String(format: "epoch %d/%d (pass %d/%d): loss %.4f, training accuracy %.4f%@", progress.epoch, progress.epochs,
-                 progress.pass, progress.passes, progress.loss, progress.trainingAccuracy,
-                 progress.validationAccuracy.map { String(format: ", validation accuracy %.4f", $0) } ?? ""))
+    say(
+        String(
+            format: "epoch %d/%d (pass %d/%d): loss %.4f, training accuracy %.4f%@", progress.epoch, progress.epochs,
+            progress.pass, progress.passes, progress.loss, progress.trainingAccuracy,
+            progress.validationAccuracy.map { String(format: ", validation accuracy %.4f", $0) } ?? ""))
 }
 let onnx = try ONNXExport.export(model, name: "sevenseg")
 try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
@@ -119,4 +133,6 @@ let manifest = Manifest(
 let encoder = JSONEncoder()
 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
 try encoder.encode(manifest).write(to: output.appendingPathComponent(SevenSegmentModel.manifestName))
-say("sevenseg-train: wrote \(output.path) (validation accuracy \(model.header.validationAccuracy.map { String($0) } ?? "–"))")
+say(
+    "sevenseg-train: wrote \(output.path) (validation accuracy \(model.header.validationAccuracy.map { String($0) } ?? "–"))"
+)

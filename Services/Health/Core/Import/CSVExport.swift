@@ -38,7 +38,8 @@ extension HealthStore {
         let unit = unit ?? type.canonicalUnit
         if type.kind != .category { _ = try type.canonicalUnit.convert(0, to: unit) }
         var arguments: [(any SQLConvertible)?] = [user, type.code, from ?? Int64.min, to ?? Int64.max]
-        var sql = "SELECT \(Self.sampleColumns) FROM samples WHERE user_id = ? AND type = ? AND start_ms >= ? AND start_ms < ?"
+        var sql =
+            "SELECT \(Self.sampleColumns) FROM samples WHERE user_id = ? AND type = ? AND start_ms >= ? AND start_ms < ?"
         if let cursor {
             sql += " AND (start_ms > ? OR (start_ms = ? AND uuid > ?))"
             arguments += [cursor.start, cursor.start, cursor.uuid]

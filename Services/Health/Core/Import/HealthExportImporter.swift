@@ -109,7 +109,8 @@ public struct HealthExportImporter {
         }
         let user = self.user
         let handoff = SampleHandoff(capacity: batchesInFlight)
-        let parser = ExportParser(read: read, chunkSize: chunkSize, batchSize: batchSize, limits: store.limits, handoff: handoff)
+        let parser = ExportParser(
+            read: read, chunkSize: chunkSize, batchSize: batchSize, limits: store.limits, handoff: handoff)
         return try store.database.write { db in
             var writer = try ChangeWriter(db: db, user: user, pulled: false)
             let thread = Thread { parser.run() }
@@ -141,7 +142,8 @@ public struct HealthExportImporter {
             var report: ImportReport
             switch handoff.outcome {
             case .success(let parsed): report = parsed
-            case .failure(let error as XMLFormatError): throw HealthError.invalid("\(source): \(error.description); nothing was imported")
+            case .failure(let error as XMLFormatError):
+                throw HealthError.invalid("\(source): \(error.description); nothing was imported")
             case .failure(let error): throw error
             case nil: throw HealthError.invalid("\(path): the import stopped before the end of the file")
             }
@@ -310,7 +312,9 @@ struct ExportHandler: XMLScannerDelegate {
         defer { if selfClosing { depth -= 1 } }
         if skippingFrom != nil { return }
         if depth == 1 {
-            guard name == "HealthData" else { throw XMLFormatError(line: line, reason: "the root is <\(name)>, not <HealthData>") }
+            guard name == "HealthData" else {
+                throw XMLFormatError(line: line, reason: "the root is <\(name)>, not <HealthData>")
+            }
             return
         }
         if var record = pending {
@@ -371,13 +375,16 @@ struct ExportHandler: XMLScannerDelegate {
                 throw XMLFormatError(line: line, reason: "a \(typeName) record without \(attribute)")
             }
             guard let parsed = Timestamps.parse(Array(text.utf8)) else {
-                throw XMLFormatError(line: line, reason: "\(attribute) \"\(text)\" is not a date like 2026-05-01 09:14:23 -0700")
+                throw XMLFormatError(
+                    line: line, reason: "\(attribute) \"\(text)\" is not a date like 2026-05-01 09:14:23 -0700")
             }
             return parsed
         }
         let (start, offset) = try date("startDate")
         let (end, _) = try date("endDate")
-        guard let rawValue = fields["value"] else { throw XMLFormatError(line: line, reason: "a \(typeName) record without a value") }
+        guard let rawValue = fields["value"] else {
+            throw XMLFormatError(line: line, reason: "a \(typeName) record without a value")
+        }
 
         var metadata: [MetadataEntry] = []
         if let version = fields["sourceVersion"] { metadata.append(MetadataEntry("HKSourceVersion", version)) }
@@ -435,7 +442,9 @@ struct ExportHandler: XMLScannerDelegate {
         }
     }
 
-    private static let identityKeys = ["sourceName", "sourceVersion", "device", "unit", "creationDate", "startDate", "endDate", "value"]
+    private static let identityKeys = [
+        "sourceName", "sourceVersion", "device", "unit", "creationDate", "startDate", "endDate", "value",
+    ]
 
     private mutating func reject(_ line: Int, _ reason: String) { report.reject(line, reason) }
 

@@ -119,7 +119,9 @@ struct XMLScanner {
                     let byte = buffer[position]
                     if byte == 10 {
                         line += 1
-                    } else if stack.isEmpty, byte != 32, byte != 9, byte != 13, !(!sawRoot && (byte == 0xEF || byte == 0xBB || byte == 0xBF)) {
+                    } else if stack.isEmpty, byte != 32, byte != 9, byte != 13,
+                        !(!sawRoot && (byte == 0xEF || byte == 0xBB || byte == 0xBF))
+                    {
                         throw fail("text outside the root element")
                     }
                     position += 1
@@ -182,12 +184,16 @@ struct XMLScanner {
             }
             let byte = buffer[position + offset]
             if byte == 34 || byte == 39 {  // quoted literal
-                guard let close = try find([byte], from: offset + 1) else { throw fail("unterminated literal in DOCTYPE", line: startLine) }
+                guard let close = try find([byte], from: offset + 1) else {
+                    throw fail("unterminated literal in DOCTYPE", line: startLine)
+                }
                 offset = close + 1
             } else if byte == 60, buffer.count - position > offset + 3, buffer[position + offset + 1] == 33,
                 buffer[position + offset + 2] == 45, buffer[position + offset + 3] == 45
             {
-                guard let close = try find(Array("-->".utf8), from: offset + 4) else { throw fail("unterminated comment in DOCTYPE", line: startLine) }
+                guard let close = try find(Array("-->".utf8), from: offset + 4) else {
+                    throw fail("unterminated comment in DOCTYPE", line: startLine)
+                }
                 offset = close + 3
             } else if byte == 91 {  // [
                 inSubset = true
@@ -223,7 +229,11 @@ struct XMLScanner {
             }
             let byte = buffer[position + end]
             if quote != 0 {
-                if byte == quote { quote = 0 } else if byte == 60 { throw fail("'<' inside an attribute value", line: line(at: end, from: startLine)) }
+                if byte == quote {
+                    quote = 0
+                } else if byte == 60 {
+                    throw fail("'<' inside an attribute value", line: line(at: end, from: startLine))
+                }
             } else if byte == 34 || byte == 39 {
                 quote = byte
             } else if byte == 62 {
@@ -249,13 +259,17 @@ struct XMLScanner {
                 selfClosing = true
                 break
             }
-            guard index > before else { throw fail("attributes of <\(name)> must be separated by spaces", line: startLine) }
+            guard index > before else {
+                throw fail("attributes of <\(name)> must be separated by spaces", line: startLine)
+            }
             let nameStart = index
             while index < tag.endIndex, Self.isNameByte(tag[index]) { index += 1 }
             guard index > nameStart else { throw fail("a malformed attribute in <\(name)>", line: startLine) }
             let attribute = String(decoding: tag[nameStart..<index], as: UTF8.self)
             while index < tag.endIndex, Self.isSpace(tag[index]) { index += 1 }
-            guard index < tag.endIndex, tag[index] == 61 else { throw fail("attribute \(attribute) of <\(name)> has no value", line: startLine) }
+            guard index < tag.endIndex, tag[index] == 61 else {
+                throw fail("attribute \(attribute) of <\(name)> has no value", line: startLine)
+            }
             index += 1
             while index < tag.endIndex, Self.isSpace(tag[index]) { index += 1 }
             guard index < tag.endIndex, tag[index] == 34 || tag[index] == 39 else {

@@ -8,7 +8,10 @@ extension ZipArchive {
         let candidates = entries.filter {
             ($0.name == "export.xml" || $0.name.hasSuffix("/export.xml")) && !$0.name.hasPrefix("__MACOSX/")
         }
-        guard let entry = candidates.min(by: { $0.name.split(separator: "/").count < $1.name.split(separator: "/").count }) else {
+        guard
+            let entry = candidates.min(by: { $0.name.split(separator: "/").count < $1.name.split(separator: "/").count }
+            )
+        else {
             let names = entries.prefix(5).map(\.name).joined(separator: ", ")
             throw HealthError.invalid(
                 "\(path): no export.xml in this zip (it has \(entries.count) entries\(names.isEmpty ? "" : ": \(names)")); "

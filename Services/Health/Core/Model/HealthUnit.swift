@@ -75,7 +75,8 @@ public struct HealthUnit: Sendable, Hashable, CustomStringConvertible {
     /// `value` in this unit expressed in `other`; INVALID_ARGUMENT when the dimensions differ (kg → mL).
     public func convert(_ value: Double, to other: HealthUnit) throws(HealthError) -> Double {
         guard dimension == other.dimension else {
-            throw .invalid("cannot convert \(symbol) (\(dimension.rawValue)) to \(other.symbol) (\(other.dimension.rawValue))")
+            throw .invalid(
+                "cannot convert \(symbol) (\(dimension.rawValue)) to \(other.symbol) (\(other.dimension.rawValue))")
         }
         if self == other { return value }
         return ((value * factor + offset) - other.offset) / other.factor

@@ -35,13 +35,15 @@ extension HealthSample {
         let now = EpochMilliseconds((Date().timeIntervalSince1970 * 1000).rounded())
         guard end <= now + limits.maxFutureMilliseconds else {
             throw .invalid(
-                "\(name): ends \(Timestamps.format(end)), in the future (at most a day ahead of \(Timestamps.format(now)) is accepted)")
+                "\(name): ends \(Timestamps.format(end)), in the future (at most a day ahead of \(Timestamps.format(now)) is accepted)"
+            )
         }
         guard value.isFinite else { throw .invalid("\(name): value \(value) is not a finite number") }
         let range = type.plausibleRange
         guard range.contains(value) else {
             throw .invalid(
-                "\(name): \(type.rawValue) value \(value) \(type.canonicalUnit.symbol) is outside \(range.lowerBound)…\(range.upperBound)")
+                "\(name): \(type.rawValue) value \(value) \(type.canonicalUnit.symbol) is outside \(range.lowerBound)…\(range.upperBound)"
+            )
         }
         if type.kind == .category, value.rounded() != value || SleepValue(rawValue: Int(value)) == nil {
             throw .invalid("\(name): \(value) is not a known \(type.rawValue) category value")
@@ -62,7 +64,8 @@ extension HealthSample {
             }
             guard entry.value.utf8.count <= limits.maxMetadataValueBytes else {
                 throw .invalid(
-                    "\(name): metadata value of \(entry.key) is \(entry.value.utf8.count) bytes, at most \(limits.maxMetadataValueBytes)")
+                    "\(name): metadata value of \(entry.key) is \(entry.value.utf8.count) bytes, at most \(limits.maxMetadataValueBytes)"
+                )
             }
         }
     }
@@ -72,7 +75,8 @@ extension HealthSample {
     public static func validate(batch: [HealthSample], _ limits: SampleLimits = .standard) throws(HealthError) {
         guard batch.count <= limits.maxBatchSamples else {
             throw HealthError(
-                .resourceExhausted, "a batch of \(batch.count) samples is over the limit of \(limits.maxBatchSamples); split it")
+                .resourceExhausted,
+                "a batch of \(batch.count) samples is over the limit of \(limits.maxBatchSamples); split it")
         }
         for (index, sample) in batch.enumerated() {
             do {

@@ -69,7 +69,8 @@ struct ChangeWriter {
                 result.duplicates += 1
                 return
             }
-            result.conflicts.append(SampleConflict(stored: serverWins ? sample : stored, rejected: serverWins ? stored : sample))
+            result.conflicts.append(
+                SampleConflict(stored: serverWins ? sample : stored, rejected: serverWins ? stored : sample))
             guard serverWins else { return }
             try removeRow(stored, cell: row.int64(8))
         } else if try findTombstone.queryOne([user, key]) != nil {
@@ -107,7 +108,8 @@ struct ChangeWriter {
         }
         anchor += 1
         try insertTombstone.execute([
-            user, key, tombstone.type?.code, tombstone.start, tombstone.end, anchor, pulled, HealthStore.now(), pushedBy,
+            user, key, tombstone.type?.code, tombstone.start, tombstone.end, anchor, pulled, HealthStore.now(),
+            pushedBy,
         ])
     }
 
@@ -138,7 +140,8 @@ struct ChangeWriter {
                 "UPDATE cells SET total = ?, count = ?, minimum = ?, maximum = ? WHERE user_id = ? AND type = ? AND cell = ?",
                 [row.double(0), count, row.double(2), row.double(3), user, stored.type.code, cell])
         } else {
-            try db.execute("DELETE FROM cells WHERE user_id = ? AND type = ? AND cell = ?", [user, stored.type.code, cell])
+            try db.execute(
+                "DELETE FROM cells WHERE user_id = ? AND type = ? AND cell = ?", [user, stored.type.code, cell])
         }
     }
 }

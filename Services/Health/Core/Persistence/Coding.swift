@@ -48,8 +48,12 @@ enum MetadataCoding {
         if let entries = text.withUTF8({ bytes in
             var reader = Reader(bytes: bytes)
             return reader.entries()
-        }) { return entries }
-        guard let data = text.data(using: .utf8), let pairs = try? JSONSerialization.jsonObject(with: data) as? [[String]] else {
+        }) {
+            return entries
+        }
+        guard let data = text.data(using: .utf8),
+            let pairs = try? JSONSerialization.jsonObject(with: data) as? [[String]]
+        else {
             return []
         }
         return pairs.compactMap { $0.count == 2 ? MetadataEntry($0[0], $0[1]) : nil }
@@ -68,7 +72,10 @@ enum MetadataCoding {
             case UInt8(ascii: "\t"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
             case 0..<0x20:
                 let hex = Array("0123456789abcdef".utf8)
-                bytes += [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+                bytes += [
+                    UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)],
+                    hex[Int(byte & 15)],
+                ]
             default: bytes.append(byte)
             }
         }
@@ -106,7 +113,9 @@ enum MetadataCoding {
             guard take(UInt8(ascii: "\"")) else { return nil }
             let start = index
             // The common case: no escape, one copy.
-            while index < bytes.count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\") { index += 1 }
+            while index < bytes.count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\") {
+                index += 1
+            }
             guard index < bytes.count else { return nil }
             if bytes[index] == UInt8(ascii: "\"") {
                 index += 1
@@ -139,7 +148,9 @@ enum MetadataCoding {
                 case UInt8(ascii: "f"): out.append(12)
                 case UInt8(ascii: "u"):
                     guard index + 4 <= bytes.count,
-                        let code = UInt32(String(decoding: UnsafeBufferPointer(rebasing: bytes[index..<index + 4]), as: UTF8.self), radix: 16)
+                        let code = UInt32(
+                            String(decoding: UnsafeBufferPointer(rebasing: bytes[index..<index + 4]), as: UTF8.self),
+                            radix: 16)
                     else { return nil }
                     index += 4
                     var scalarValue = code

@@ -31,7 +31,9 @@ public final class HealthStore: Sendable {
     }
 
     /// A private store: in memory, or on the database `databases` opens (tests pass the backend they run on).
-    public static func inMemory(limits: SampleLimits = .standard, using databases: DatabaseFactory = .inMemory) throws -> HealthStore {
+    public static func inMemory(limits: SampleLimits = .standard, using databases: DatabaseFactory = .inMemory) throws
+        -> HealthStore
+    {
         HealthStore(database: try databases.open(migrations: HealthSchema.migrations), limits: limits)
     }
 
@@ -116,11 +118,13 @@ public final class HealthStore: Sendable {
     /// so they can move there and keep working.
     public func storedTokens() throws -> [(hash: [UInt8], user: String, createdMs: Int64, revokedMs: Int64?)] {
         try database.read { db in
-            try db.query("SELECT tokens.hash, users.name, tokens.created_ms, tokens.revoked_ms FROM tokens JOIN users ON users.id = tokens.user_id")
-                .compactMap { row in
-                    guard let hash = row.blob(0), let name = row.string(1) else { return nil }
-                    return (hash, name, row.int64(2) ?? 0, row.int64(3))
-                }
+            try db.query(
+                "SELECT tokens.hash, users.name, tokens.created_ms, tokens.revoked_ms FROM tokens JOIN users ON users.id = tokens.user_id"
+            )
+            .compactMap { row in
+                guard let hash = row.blob(0), let name = row.string(1) else { return nil }
+                return (hash, name, row.int64(2) ?? 0, row.int64(3))
+            }
         }
     }
 
@@ -151,7 +155,8 @@ public final class HealthStore: Sendable {
     /// Deletes samples by UUID, leaving tombstones. NOT_FOUND (and nothing deleted) when one of them is not
     /// this user's; deleting an already deleted sample again is fine.
     public func delete(_ uuids: [UUID], user: Int64) throws -> WriteResult {
-        try apply(ChangeSet(deletions: uuids.map { Deletion(uuid: $0) }), user: user, origin: .client(strictDeletes: true))
+        try apply(
+            ChangeSet(deletions: uuids.map { Deletion(uuid: $0) }), user: user, origin: .client(strictDeletes: true))
     }
 
     /// Validates `changes` whole (one bad sample rejects them all), then writes them in one transaction with
@@ -174,7 +179,8 @@ public final class HealthStore: Sendable {
                 db: db, user: user, pulled: { if case .server = origin { true } else { false } }(), pushedBy: pushedBy)
             var result = WriteResult()
             for sample in changes.samples {
-                try writer.insert(sample, serverWins: { if case .server = origin { true } else { false } }(), into: &result)
+                try writer.insert(
+                    sample, serverWins: { if case .server = origin { true } else { false } }(), into: &result)
             }
             let strict = { if case .client(let strict) = origin { strict } else { false } }()
             for deletion in changes.deletions {
@@ -197,7 +203,8 @@ public final class HealthStore: Sendable {
     static let sampleColumns = "uuid, type, value, start_ms, end_ms, source, zone, metadata"
 
     static func decodeSample(_ row: Row) throws -> HealthSample {
-        guard let uuid = row.blob(0).flatMap(UUID.init(bytes:)), let code = row.int(1), let type = HealthType(code: code),
+        guard let uuid = row.blob(0).flatMap(UUID.init(bytes:)), let code = row.int(1),
+            let type = HealthType(code: code),
             let value = row.double(2), let start = row.int64(3), let end = row.int64(4), let source = row.string(5)
         else { throw StorageError(.typeMismatch, message: "a samples row this program cannot read: \(row.values)") }
         return HealthSample(
@@ -208,7 +215,8 @@ public final class HealthStore: Sendable {
     /// One sample of this user; NOT_FOUND when it is not theirs (even if another user has that UUID).
     public func sample(_ uuid: UUID, user: Int64) throws -> HealthSample {
         let row = try database.read { db in
-            try db.queryOne("SELECT \(Self.sampleColumns) FROM samples WHERE user_id = ? AND uuid = ?", [user, uuid.bytes])
+            try db.queryOne(
+                "SELECT \(Self.sampleColumns) FROM samples WHERE user_id = ? AND uuid = ?", [user, uuid.bytes])
         }
         guard let row else { throw HealthError.notFound("no sample \(uuid.uuidString.lowercased())") }
         return try Self.decodeSample(row)
@@ -233,7 +241,9 @@ public final class HealthStore: Sendable {
         return SamplePage(samples: samples, next: samples.last.map { SampleCursor(start: $0.start, uuid: $0.uuid) })
     }
 
-    static func samples(_ query: SampleQuery, user: Int64, _ db: Connection, columns: String = sampleColumns) throws -> [Row] {
+    static func samples(_ query: SampleQuery, user: Int64, _ db: Connection, columns: String = sampleColumns) throws
+        -> [Row]
+    {
         var conditions = ["user_id = ?"]
         var arguments: [(any SQLConvertible)?] = [user]
         let types = query.types.isEmpty ? HealthType.allCases : query.types.sorted()
@@ -245,9 +255,10 @@ public final class HealthStore: Sendable {
             } else {
                 // The longest sample bounds how early an overlapping one can start: keeps the index range tight.
                 let placeholders = types.map { String($0.code) }.joined(separator: ",")
-                let longest = try db.queryOne(
-                    "SELECT max(longest_ms) FROM type_spans WHERE user_id = ? AND type IN (\(placeholders))", [user]
-                )?.int64(0) ?? 0
+                let longest =
+                    try db.queryOne(
+                        "SELECT max(longest_ms) FROM type_spans WHERE user_id = ? AND type IN (\(placeholders))", [user]
+                    )?.int64(0) ?? 0
                 conditions.append("start_ms >= ?")
                 arguments.append(from - longest)
                 if query.options.contains(.strictEndDate) {
@@ -315,7 +326,8 @@ public final class HealthStore: Sendable {
             for row in tombstoneRows {
                 guard let uuid = row.blob(0).flatMap(UUID.init(bytes:)) else { continue }
                 let deletion = Deletion(
-                    uuid: uuid, type: row.int(1).flatMap(HealthType.init(code:)), start: row.int64(2), end: row.int64(3))
+                    uuid: uuid, type: row.int(1).flatMap(HealthType.init(code:)), start: row.int64(2), end: row.int64(3)
+                )
                 merged.append((row.int64(4) ?? 0, own(row.string(5)) ? .own : .deletion(deletion)))
             }
             merged.sort { $0.0 < $1.0 }
@@ -372,7 +384,9 @@ public struct SampleQuery: Sendable, Hashable {
     }
 
     func validate() throws(HealthError) {
-        if let from, let to, from > to { throw .invalid("query range ends (\(Timestamps.format(to))) before it starts (\(Timestamps.format(from)))") }
+        if let from, let to, from > to {
+            throw .invalid("query range ends (\(Timestamps.format(to))) before it starts (\(Timestamps.format(from)))")
+        }
         if let limit, limit <= 0 { throw .invalid("a query limit must be above 0, not \(limit)") }
     }
 }

@@ -131,7 +131,9 @@ public struct SyncFilter: Sendable, Hashable {
     }
 
     func matches(_ sample: HealthSample) -> Bool { matches(type: sample.type, start: sample.start, end: sample.end) }
-    func matches(_ deletion: Deletion) -> Bool { matches(type: deletion.type, start: deletion.start, end: deletion.end) }
+    func matches(_ deletion: Deletion) -> Bool {
+        matches(type: deletion.type, start: deletion.start, end: deletion.end)
+    }
 }
 
 /// Where a write comes from, which decides conflicts and whether the change is pushed later.

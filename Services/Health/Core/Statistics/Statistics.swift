@@ -49,7 +49,9 @@ enum HealthCalendar {
     }
 
     static func date(_ ms: EpochMilliseconds) -> Date { Date(timeIntervalSince1970: Double(ms) / 1000) }
-    static func ms(_ date: Date) -> EpochMilliseconds { EpochMilliseconds((date.timeIntervalSince1970 * 1000).rounded()) }
+    static func ms(_ date: Date) -> EpochMilliseconds {
+        EpochMilliseconds((date.timeIntervalSince1970 * 1000).rounded())
+    }
 }
 
 /// A statistics query: HealthKit's `HKStatisticsQuery` (no interval) or `HKStatisticsCollectionQuery`.
@@ -114,12 +116,14 @@ extension HealthStore {
     public func statistics(_ request: StatisticsRequest, user: Int64) throws -> StatisticsResult {
         guard request.from <= request.to else {
             throw HealthError.invalid(
-                "statistics range ends (\(Timestamps.format(request.to))) before it starts (\(Timestamps.format(request.from)))")
+                "statistics range ends (\(Timestamps.format(request.to))) before it starts (\(Timestamps.format(request.from)))"
+            )
         }
         let unit = request.unit ?? request.type.statisticsUnit
         guard unit.dimension == request.type.statisticsUnit.dimension else {
             throw HealthError.invalid(
-                "cannot report \(request.type.rawValue) in \(unit.symbol); it is measured in \(request.type.statisticsUnit.symbol)")
+                "cannot report \(request.type.rawValue) in \(unit.symbol); it is measured in \(request.type.statisticsUnit.symbol)"
+            )
         }
         let boundaries = try Self.boundaries(request)
         var accumulator = BucketAccumulator(boundaries: boundaries)
@@ -137,9 +141,12 @@ extension HealthStore {
             var converted = bucket
             let from = request.type.statisticsUnit
             converted.sum = try bucket.sum.map { value throws(HealthError) in try from.convert(value, to: unit) }
-            converted.average = try bucket.average.map { value throws(HealthError) in try from.convert(value, to: unit) }
-            converted.minimum = try bucket.minimum.map { value throws(HealthError) in try from.convert(value, to: unit) }
-            converted.maximum = try bucket.maximum.map { value throws(HealthError) in try from.convert(value, to: unit) }
+            converted.average = try bucket.average.map { value throws(HealthError) in try from.convert(value, to: unit)
+            }
+            converted.minimum = try bucket.minimum.map { value throws(HealthError) in try from.convert(value, to: unit)
+            }
+            converted.maximum = try bucket.maximum.map { value throws(HealthError) in try from.convert(value, to: unit)
+            }
             return converted
         }
         return StatisticsResult(type: request.type, unit: unit, buckets: buckets)
@@ -168,7 +175,8 @@ extension HealthStore {
             edges.append(end)
             if end >= request.to || request.from == request.to { break }
             guard edges.count <= limit else {
-                throw HealthError(.resourceExhausted, "more than \(limit) \(interval.rawValue) buckets; narrow the range")
+                throw HealthError(
+                    .resourceExhausted, "more than \(limit) \(interval.rawValue) buckets; narrow the range")
             }
             guard let next = calendar.dateInterval(of: interval.component, for: current.end) else { break }
             current = next
@@ -188,23 +196,30 @@ extension HealthStore {
         ).query([user, type.code, firstCell, lastCell])
         var ragged: [Int64] = []
         for row in rows {
-            guard let cell = row.int64(0), let total = row.double(1), let count = row.int(2), let minimum = row.double(3),
+            guard let cell = row.int64(0), let total = row.double(1), let count = row.int(2),
+                let minimum = row.double(3),
                 let maximum = row.double(4)
             else { continue }
-            if !accumulator.addCell(start: cell * size, end: (cell + 1) * size, total: total, count: count, minimum: minimum, maximum: maximum) {
+            if !accumulator.addCell(
+                start: cell * size, end: (cell + 1) * size, total: total, count: count, minimum: minimum,
+                maximum: maximum)
+            {
                 ragged.append(cell)
             }
         }
         // Cells cut by a bucket edge or the range (an edge off the 15-minute grid): their samples one by one.
         let cellSamples = try db.prepare(
-            "SELECT start_ms, end_ms, value FROM samples WHERE user_id = ? AND type = ? AND start_ms >= ? AND start_ms < ? AND cell = ?")
+            "SELECT start_ms, end_ms, value FROM samples WHERE user_id = ? AND type = ? AND start_ms >= ? AND start_ms < ? AND cell = ?"
+        )
         for cell in ragged {
             for row in try cellSamples.query([user, type.code, cell * size, (cell + 1) * size, cell]) {
                 accumulator.add(start: row.int64(0)!, end: row.int64(1)!, value: row.double(2)!, kind: type.kind)
             }
         }
         guard type.kind == .cumulative else { return }
-        let longest = try db.queryOne("SELECT longest_ms FROM type_spans WHERE user_id = ? AND type = ?", [user, type.code])?.int64(0) ?? 0
+        let longest =
+            try db.queryOne("SELECT longest_ms FROM type_spans WHERE user_id = ? AND type = ?", [user, type.code])?
+            .int64(0) ?? 0
         let spanning = try db.prepare(
             """
             SELECT start_ms, end_ms, value FROM samples
@@ -239,7 +254,9 @@ extension HealthStore {
         var covered = IntervalSet()
         for sample in ordered {
             if sample.duration == 0 {
-                if !covered.contains(sample.start) { accumulator.add(start: sample.start, end: sample.end, value: sample.value, kind: .cumulative) }
+                if !covered.contains(sample.start) {
+                    accumulator.add(start: sample.start, end: sample.end, value: sample.value, kind: .cumulative)
+                }
                 continue
             }
             for piece in covered.uncovered(sample.start, sample.end) {
@@ -250,7 +267,9 @@ extension HealthStore {
         }
     }
 
-    private func sleep(_ request: StatisticsRequest, user: Int64, into accumulator: inout BucketAccumulator, _ db: Connection)
+    private func sleep(
+        _ request: StatisticsRequest, user: Int64, into accumulator: inout BucketAccumulator, _ db: Connection
+    )
         throws
     {
         let stages = request.sleepValues ?? Set(SleepValue.allCases.filter(\.isAsleep))
@@ -349,7 +368,8 @@ struct BucketAccumulator {
     }
 
     /// Adds a whole cell when it lies inside one bucket; false when an edge cuts it (add its samples instead).
-    mutating func addCell(start: Int64, end: Int64, total: Double, count: Int, minimum: Double, maximum: Double) -> Bool {
+    mutating func addCell(start: Int64, end: Int64, total: Double, count: Int, minimum: Double, maximum: Double) -> Bool
+    {
         guard let index = bucket(of: start) else { return end <= self.start || start >= self.end }
         guard end <= edges[index + 1] else { return false }
         totals[index] += total

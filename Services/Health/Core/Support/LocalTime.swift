@@ -20,14 +20,17 @@ public enum LocalTime {
         // twice in a day); an offset fits when the instant it gives has that offset.
         let day: Int64 = 86_400_000
         let before = offset(at: wall - day), after = offset(at: wall + day)
-        let fitting = Set([before, after, offset(at: wall - before), offset(at: wall - after)]).filter { offset(at: wall - $0) == $0 }
+        let fitting = Set([before, after, offset(at: wall - before), offset(at: wall - after)]).filter {
+            offset(at: wall - $0) == $0
+        }
         let text = Timestamps.format(wall).dropLast()  // the wall time without the "Z"
         if fitting.count > 1 {
             let earlier = fitting.max()!, later = fitting.min()!
             return Resolution(
                 instant: wall - earlier,
                 note: "\(text) happens twice in \(zone.identifier) (the clocks go back); taken as the first, "
-                    + "\(Timestamps.format(wall - earlier, offset: Int(earlier / 1000))), not \(Timestamps.format(wall - later, offset: Int(later / 1000))) (give the offset to choose)")
+                    + "\(Timestamps.format(wall - earlier, offset: Int(earlier / 1000))), not \(Timestamps.format(wall - later, offset: Int(later / 1000))) (give the offset to choose)"
+            )
         }
         if let only = fitting.first { return Resolution(instant: wall - only, note: nil) }
         // In a gap: the offset before it, which is the wall time moved later by the gap's length.
@@ -35,6 +38,8 @@ public enum LocalTime {
         let shifted = Timestamps.format(instant, offset: Int(offset(at: instant) / 1000))
         return Resolution(
             instant: instant,
-            note: "\(text) does not exist in \(zone.identifier) (the clocks skip it); taken as \(shifted), later by the gap's \((after - before) / 60_000) minutes (give the offset to choose)")
+            note:
+                "\(text) does not exist in \(zone.identifier) (the clocks skip it); taken as \(shifted), later by the gap's \((after - before) / 60_000) minutes (give the offset to choose)"
+        )
     }
 }

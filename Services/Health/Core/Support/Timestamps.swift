@@ -46,7 +46,9 @@ public enum Timestamps {
             i += 1
             return true
         }
-        guard let year = number(4), expect(45), let month = number(2), expect(45), let day = number(2) else { return nil }
+        guard let year = number(4), expect(45), let month = number(2), expect(45), let day = number(2) else {
+            return nil
+        }
         guard i < end, text[i] == 32 || text[i] == 84 else { return nil }  // ' ' or 'T'
         i += 1
         guard let hour = number(2), expect(58), let minute = number(2), expect(58), let second = number(2) else {
@@ -107,7 +109,8 @@ public enum Timestamps {
         let (year, month, day) = civil(days: Int(dayNumber))
         let seconds = Int(msOfDay / 1000), millis = Int(msOfDay % 1000)
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        var text = "\(year)-\(two(month))-\(two(day))T\(two(seconds / 3600)):\(two(seconds / 60 % 60)):\(two(seconds % 60))"
+        var text =
+            "\(year)-\(two(month))-\(two(day))T\(two(seconds / 3600)):\(two(seconds / 60 % 60)):\(two(seconds % 60))"
         if millis != 0 { text += "." + String(String(millis + 1000).dropFirst()) }
         if offset == 0 { return text + "Z" }
         let magnitude = abs(offset)

@@ -20,7 +20,8 @@ public final class DeviceStore: Sendable {
     public init(store: HealthStore) throws {
         self.store = store
         deviceID = try store.database.write { db in
-            try db.execute("INSERT OR IGNORE INTO users (id, name, created_ms) VALUES (1, 'device', ?)", [HealthStore.now()])
+            try db.execute(
+                "INSERT OR IGNORE INTO users (id, name, created_ms) VALUES (1, 'device', ?)", [HealthStore.now()])
             if let id = try db.queryOne("SELECT device_id FROM device")?.string(0) { return id }
             let id = UUID().uuidString.lowercased()
             try db.execute("INSERT INTO device (id, device_id) VALUES (1, ?)", [id])
@@ -39,7 +40,8 @@ public final class DeviceStore: Sendable {
     /// The account this store belongs to; nil until its first sync.
     public func owner() throws -> StoreOwner? {
         try store.database.read { db in
-            guard let row = try db.queryOne("SELECT owner_id, owner_name FROM device WHERE owner_name IS NOT NULL") else { return nil }
+            guard let row = try db.queryOne("SELECT owner_id, owner_name FROM device WHERE owner_name IS NOT NULL")
+            else { return nil }
             return StoreOwner(id: row.int64(0) ?? 0, name: row.string(1) ?? "")
         }
     }
@@ -50,10 +52,15 @@ public final class DeviceStore: Sendable {
         try store.database.write { db in
             if let row = try db.queryOne("SELECT owner_id, owner_name FROM device WHERE owner_name IS NOT NULL") {
                 let recorded = StoreOwner(id: row.int64(0) ?? 0, name: row.string(1) ?? "")
-                guard recorded.isSameUser(as: account) else { throw HealthError.storeOwned(by: recorded.name, device: deviceID) }
+                guard recorded.isSameUser(as: account) else {
+                    throw HealthError.storeOwned(by: recorded.name, device: deviceID)
+                }
             }
-            try db.execute("UPDATE device SET owner_id = ?, owner_name = ?", [account.id == 0 ? nil : account.id, account.name])
-            if let token { try db.execute("INSERT OR IGNORE INTO owner_tokens (hash) VALUES (?)", [HealthStore.tokenHash(token)]) }
+            try db.execute(
+                "UPDATE device SET owner_id = ?, owner_name = ?", [account.id == 0 ? nil : account.id, account.name])
+            if let token {
+                try db.execute("INSERT OR IGNORE INTO owner_tokens (hash) VALUES (?)", [HealthStore.tokenHash(token)])
+            }
         }
     }
 
@@ -66,7 +73,9 @@ public final class DeviceStore: Sendable {
 
     /// PERMISSION_DENIED unless `account` may use this store: it has no owner yet, or `account` is its owner.
     public func checkOwner(_ account: StoreOwner) throws {
-        if let owner = try owner(), !owner.isSameUser(as: account) { throw HealthError.storeOwned(by: owner.name, device: deviceID) }
+        if let owner = try owner(), !owner.isSameUser(as: account) {
+            throw HealthError.storeOwned(by: owner.name, device: deviceID)
+        }
     }
 
     public func add(_ samples: [HealthSample]) throws -> WriteResult { try store.add(samples, user: user) }
@@ -124,7 +133,8 @@ extension HealthStore {
         guard !device.isEmpty, device.utf8.count <= 128 else { throw HealthError.invalid("a device id is 1–128 bytes") }
         let owner: (id: Int64, name: String)? = try database.write { db in
             try db.execute(
-                "INSERT OR IGNORE INTO store_owners (device, user_id, bound_ms) VALUES (?, ?, ?)", [device, user, Self.now()])
+                "INSERT OR IGNORE INTO store_owners (device, user_id, bound_ms) VALUES (?, ?, ?)",
+                [device, user, Self.now()])
             let row = try db.queryOne(
                 "SELECT users.id, users.name FROM store_owners JOIN users ON users.id = store_owners.user_id WHERE device = ?",
                 [device])

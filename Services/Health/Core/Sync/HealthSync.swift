@@ -89,7 +89,8 @@ public struct SyncReport: Sendable, Hashable {
     /// Every conflict met, counting those beyond the listed ones (one met both ways once).
     public var conflictCount: Int {
         let pushedUUIDs = Set(pushed.conflicts.map(\.stored.uuid))
-        return pushed.conflictCount + pulled.conflictCount - pulled.conflicts.filter { pushedUUIDs.contains($0.stored.uuid) }.count
+        return pushed.conflictCount + pulled.conflictCount
+            - pulled.conflicts.filter { pushedUUIDs.contains($0.stored.uuid) }.count
     }
     public init() {}
 
@@ -103,10 +104,13 @@ public struct SyncReport: Sendable, Hashable {
             if result.duplicateDeletions > 0 { parts.append("\(result.duplicateDeletions) deletions already applied") }
             return parts.joined(separator: ", ")
         }
-        var lines = ["pushed \(pushedChanges) changes (server \(details(pushed))), pulled \(pulledChanges) (\(details(pulled)))"]
+        var lines = [
+            "pushed \(pushedChanges) changes (server \(details(pushed))), pulled \(pulledChanges) (\(details(pulled)))"
+        ]
         for conflict in conflicts {
             lines.append(
-                "conflict: \(conflict.stored.uuid.uuidString.lowercased()) kept value \(conflict.stored.value), refused \(conflict.rejected.value)")
+                "conflict: \(conflict.stored.uuid.uuidString.lowercased()) kept value \(conflict.stored.value), refused \(conflict.rejected.value)"
+            )
         }
         let omitted = conflictCount - conflicts.count
         if omitted > 0 { lines.append("… and \(omitted) more conflicts") }
@@ -128,7 +132,10 @@ public struct HealthSync: Sendable {
     /// The token the remote carries, remembered as the owner's (local commands then check it offline).
     public var token: String?
 
-    public init(device: DeviceStore, remote: any HealthRemote, batchSize: Int = 1000, account: StoreOwner? = nil, token: String? = nil) {
+    public init(
+        device: DeviceStore, remote: any HealthRemote, batchSize: Int = 1000, account: StoreOwner? = nil,
+        token: String? = nil
+    ) {
         self.device = device
         self.remote = remote
         self.batchSize = batchSize
@@ -162,9 +169,10 @@ public struct HealthSync: Sendable {
                 try await writer.send(PushBatch(changes: page.changes, through: page.anchor))
                 counter.add(page.changes.count)
                 finalAnchor.set(page.anchor)
-                progress?(SyncProgress(
-                    phase: .push, pushed: counter.value, pulled: 0,
-                    fraction: SyncProgress.fraction(at: page.anchor, from: start, to: pushEnd)))
+                progress?(
+                    SyncProgress(
+                        phase: .push, pushed: counter.value, pulled: 0,
+                        fraction: SyncProgress.fraction(at: page.anchor, from: start, to: pushEnd)))
                 since = page.anchor
                 if !page.hasMore { break }
             }
@@ -183,9 +191,10 @@ public struct HealthSync: Sendable {
             let result = try device.applyPulled(page, scope: scope)
             pulledTotal.add(page.changes.count)
             pulledResult.merge(result)
-            progress?(SyncProgress(
-                phase: .pull, pushed: pushedCount, pulled: pulledTotal.value,
-                fraction: SyncProgress.fraction(at: page.anchor, from: pullStart, to: pullEnd)))
+            progress?(
+                SyncProgress(
+                    phase: .pull, pushed: pushedCount, pulled: pulledTotal.value,
+                    fraction: SyncProgress.fraction(at: page.anchor, from: pullStart, to: pullEnd)))
         }
         report.pulledChanges = pulledTotal.value
         report.pulled = pulledResult.value

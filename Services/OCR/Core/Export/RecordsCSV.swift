@@ -23,7 +23,9 @@ public enum RecordsCSV {
 
         public static let delimiters: [Character] = [",", ";", "\t"]
 
-        public init(raw: Bool = false, byteOrderMark: Bool = false, delimiter: Character = ",", timeZone: TimeZone? = nil) {
+        public init(
+            raw: Bool = false, byteOrderMark: Bool = false, delimiter: Character = ",", timeZone: TimeZone? = nil
+        ) {
             self.raw = raw
             self.byteOrderMark = byteOrderMark
             self.delimiter = delimiter
@@ -40,7 +42,8 @@ public enum RecordsCSV {
             var zone: TimeZone?
             if !timeZone.isEmpty {
                 guard timeZone.utf8.count <= 64, let known = TimeZone(identifier: timeZone) else {
-                    throw OCRError.invalid("unknown time zone \"\(timeZone.prefix(64))\" (an IANA name such as Europe/Prague)")
+                    throw OCRError.invalid(
+                        "unknown time zone \"\(timeZone.prefix(64))\" (an IANA name such as Europe/Prague)")
                 }
                 zone = known
             }
@@ -49,7 +52,8 @@ public enum RecordsCSV {
     }
 
     public static func header(_ template: Template, format: Format = Format()) -> String {
-        (format.byteOrderMark ? "\u{FEFF}" : "") + row(["Date", "Date source"] + template.values.map(\.name) + ["Uncertain"], format: format)
+        (format.byteOrderMark ? "\u{FEFF}" : "")
+            + row(["Date", "Date source"] + template.values.map(\.name) + ["Uncertain"], format: format)
     }
 
     /// One line (with its CRLF) for `record`, its values in the template's order.
@@ -95,7 +99,8 @@ public enum RecordsCSV {
         var digitsBefore = 0, separators = 0, digitsAfter = 0
         for byte in bytes.dropFirst() {
             switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): if separators == 0 { digitsBefore += 1 } else { digitsAfter += 1 }
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                if separators == 0 { digitsBefore += 1 } else { digitsAfter += 1 }
             case UInt8(ascii: "."), UInt8(ascii: ","): separators += 1
             default: return false
             }
@@ -115,7 +120,8 @@ public enum RecordsCSV {
             [.year, .month, .day, .hour, .minute, .second],
             from: Date(timeIntervalSince1970: TimeInterval(seconds + Int64(offset))))
         func two(_ value: Int?) -> String { String(format: "%02d", value ?? 0) }
-        var text = "\(String(format: "%04d", parts.year ?? 0))-\(two(parts.month))-\(two(parts.day))T"
+        var text =
+            "\(String(format: "%04d", parts.year ?? 0))-\(two(parts.month))-\(two(parts.day))T"
             + "\(two(parts.hour)):\(two(parts.minute)):\(two(parts.second))"
         if remainder != 0 { text += String(format: ".%03d", remainder) }
         guard zone != nil else { return text + "Z" }

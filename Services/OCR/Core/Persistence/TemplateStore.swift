@@ -69,7 +69,9 @@ public struct TemplateStore: Sendable {
             let template = Template(
                 id: id, name: name, description: description, createdAt: Self.date(Self.milliseconds(date)),
                 values: values)
-            let record = try firstRecord.map { try Self.insertRecord($0, template: template, at: date, source: .upload, db) }
+            let record = try firstRecord.map {
+                try Self.insertRecord($0, template: template, at: date, source: .upload, db)
+            }
             return (template, record)
         }
     }
@@ -84,12 +86,14 @@ public struct TemplateStore: Sendable {
     }
 
     public func template(id: Int64) throws -> Template {
-        try database.read { db in try Self.loadTemplate(id: id, owner: owner, db) } ?? { throw Self.unknownTemplate("\(id)") }()
+        try database.read { db in try Self.loadTemplate(id: id, owner: owner, db) }
+            ?? { throw Self.unknownTemplate("\(id)") }()
     }
 
     public func template(named name: String) throws -> Template {
         try database.read { db -> Template? in
-            guard let row = try db.queryOne("SELECT id FROM templates WHERE name = ? AND owner = ?", [name, owner]) else { return nil }
+            guard let row = try db.queryOne("SELECT id FROM templates WHERE name = ? AND owner = ?", [name, owner])
+            else { return nil }
             return try Self.loadTemplate(id: try row.value(at: 0), owner: owner, db)
         } ?? { throw Self.unknownTemplate(name) }()
     }
@@ -119,20 +123,26 @@ public struct TemplateStore: Sendable {
         id templateID: Int64, name: String? = nil, description: String? = nil, renames: [String: String] = [:]
     ) throws -> Template {
         if let name { try Template.validateName(name, what: "template name") }
-        if let description { try Template.validateLength(description, max: Template.maxDescriptionLength, what: "description") }
+        if let description {
+            try Template.validateLength(description, max: Template.maxDescriptionLength, what: "description")
+        }
         return try database.write { db in
             guard var template = try Self.loadTemplate(id: templateID, owner: owner, db) else {
                 throw Self.unknownTemplate("\(templateID)")
             }
             if let name {
-                if try db.queryOne("SELECT 1 FROM templates WHERE name = ? AND owner = ? AND id <> ?", [name, owner, templateID]) != nil {
+                if try db.queryOne(
+                    "SELECT 1 FROM templates WHERE name = ? AND owner = ? AND id <> ?", [name, owner, templateID])
+                    != nil
+                {
                     throw OCRError(.alreadyExists, "a template named \"\(name)\" already exists")
                 }
                 template.name = name
             }
             if let description { template.description = description }
             try db.execute(
-                "UPDATE templates SET name = ?, description = ? WHERE id = ?", [template.name, template.description, templateID])
+                "UPDATE templates SET name = ?, description = ? WHERE id = ?",
+                [template.name, template.description, templateID])
             guard !renames.isEmpty else { return template }
             for old in renames.keys.sorted() where !template.values.contains(where: { $0.name == old }) {
                 throw OCRError(.notFound, "template \"\(template.name)\" has no value named \"\(old)\"")
@@ -185,8 +195,10 @@ public struct TemplateStore: Sendable {
     ) throws -> Record {
         if let date { try DateSource.validate(date) }
         return try database.write { db in
-            guard let row = try db.queryOne(
-                "SELECT template_id FROM records WHERE id = ? AND template_id IN (SELECT id FROM templates WHERE owner = ?)", [id, owner])
+            guard
+                let row = try db.queryOne(
+                    "SELECT template_id FROM records WHERE id = ? AND template_id IN (SELECT id FROM templates WHERE owner = ?)",
+                    [id, owner])
             else {
                 throw OCRError(.notFound, "no record \(id)")
             }
@@ -194,7 +206,9 @@ public struct TemplateStore: Sendable {
             if let templateID, templateID != parent {
                 throw OCRError(.notFound, "no record \(id) of template \(templateID)")
             }
-            guard let template = try Self.loadTemplate(id: parent, owner: owner, db) else { throw Self.unknownTemplate("\(parent)") }
+            guard let template = try Self.loadTemplate(id: parent, owner: owner, db) else {
+                throw Self.unknownTemplate("\(parent)")
+            }
             // Normalised as stored values are, the typed text kept as the raw; a unit typed replaces the one read.
             let update = try db.prepare(
                 """
@@ -209,7 +223,8 @@ public struct TemplateStore: Sendable {
                     throw OCRError.invalid(
                         "template \"\(template.name)\" has no value named \"\(name.prefix(80))\"; its values: \(names)")
                 }
-                try Template.validateLength(text, max: Template.maxValueTextLength, what: "the text of value \"\(name.prefix(80))\"")
+                try Template.validateLength(
+                    text, max: Template.maxValueTextLength, what: "the text of value \"\(name.prefix(80))\"")
                 let (normalised, unit) = ValueText.normalise(text)
                 try update.execute([id, Int64(position), normalised, text, unit])
             }
@@ -218,7 +233,8 @@ public struct TemplateStore: Sendable {
                     "UPDATE records SET created_ms = ?, date_source = ? WHERE id = ?",
                     [Self.milliseconds(date), DateSource.given.rawValue, id])
             }
-            guard let updated = try db.queryOne("SELECT id, created_ms, date_source FROM records WHERE id = ?", [id]) else {
+            guard let updated = try db.queryOne("SELECT id, created_ms, date_source FROM records WHERE id = ?", [id])
+            else {
                 throw OCRError(.notFound, "no record \(id)")
             }
             return try Self.loadRecord(updated, template: template, db)
@@ -285,7 +301,8 @@ public struct TemplateStore: Sendable {
     public func deleteRecord(id: Int64) throws {
         try database.write { db in
             try db.execute(
-                "DELETE FROM records WHERE id = ? AND template_id IN (SELECT id FROM templates WHERE owner = ?)", [id, owner])
+                "DELETE FROM records WHERE id = ? AND template_id IN (SELECT id FROM templates WHERE owner = ?)",
+                [id, owner])
             if db.changes == 0 { throw OCRError(.notFound, "no record \(id)") }
         }
     }
@@ -307,14 +324,18 @@ public struct TemplateStore: Sendable {
             throw OCRError.invalid("a record of this template has \(count) values, got \(values.count)")
         }
         for value in values {
-            try Template.validateLength(value.text, max: Template.maxValueTextLength, what: "the text of value \"\(value.name.prefix(80))\"")
+            try Template.validateLength(
+                value.text, max: Template.maxValueTextLength, what: "the text of value \"\(value.name.prefix(80))\"")
             guard (0...1).contains(value.confidence) else {
                 throw OCRError.invalid("value \"\(value.name.prefix(80))\" must have a confidence in 0–1")
             }
             try Template.validateLength(
-                value.uncertainty, max: Template.maxValueTextLength, what: "why value \"\(value.name.prefix(80))\" is uncertain")
-            try Template.validateLength(value.raw, max: Template.maxValueTextLength, what: "the raw text of value \"\(value.name.prefix(80))\"")
-            try Template.validateLength(value.unit, max: ValueShape.maxLabelLength, what: "the unit of value \"\(value.name.prefix(80))\"")
+                value.uncertainty, max: Template.maxValueTextLength,
+                what: "why value \"\(value.name.prefix(80))\" is uncertain")
+            try Template.validateLength(
+                value.raw, max: Template.maxValueTextLength, what: "the raw text of value \"\(value.name.prefix(80))\"")
+            try Template.validateLength(
+                value.unit, max: ValueShape.maxLabelLength, what: "the unit of value \"\(value.name.prefix(80))\"")
         }
     }
 
@@ -326,22 +347,29 @@ public struct TemplateStore: Sendable {
             [template.id, milliseconds(date), source.rawValue])
         let id = db.lastInsertRowID
         let insert = try db.prepare(
-            "INSERT INTO record_values (record_id, position, text, confidence, uncertainty, raw, unit) VALUES (?, ?, ?, ?, ?, ?, ?)")
+            "INSERT INTO record_values (record_id, position, text, confidence, uncertainty, raw, unit) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        )
         // Never stored silently wrong: normalised, and checked as a reading unless it says why it is uncertain.
         let stored = values.map { TemplateMatcher.checked($0.normalised) }
         for (position, value) in stored.enumerated() {
-            try insert.execute([id, Int64(position), value.text, value.confidence, value.uncertainty, value.raw, value.unit])
+            try insert.execute([
+                id, Int64(position), value.text, value.confidence, value.uncertainty, value.raw, value.unit,
+            ])
         }
         let named = zip(template.values, stored).map {
             RecordValue(
-                name: $0.name, text: $1.text, confidence: $1.confidence, uncertainty: $1.uncertainty, raw: $1.raw, unit: $1.unit)
+                name: $0.name, text: $1.text, confidence: $1.confidence, uncertainty: $1.uncertainty, raw: $1.raw,
+                unit: $1.unit)
         }
         return Record(
-            id: id, templateID: template.id, createdAt: self.date(milliseconds(date)), values: named, dateSource: source)
+            id: id, templateID: template.id, createdAt: self.date(milliseconds(date)), values: named, dateSource: source
+        )
     }
 
     private static func loadTemplate(id: Int64, owner: String, _ db: Connection) throws -> Template? {
-        guard let row = try db.queryOne("SELECT name, description, created_ms FROM templates WHERE id = ? AND owner = ?", [id, owner])
+        guard
+            let row = try db.queryOne(
+                "SELECT name, description, created_ms FROM templates WHERE id = ? AND owner = ?", [id, owner])
         else { return nil }
         let values = try db.query(
             "SELECT name, level, x, y, width, height, shape, label FROM template_values WHERE template_id = ? ORDER BY position",

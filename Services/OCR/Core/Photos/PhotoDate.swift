@@ -43,15 +43,19 @@ public struct PhotoDate: Sendable, Hashable {
             }
             return value
         }
-        for (index, separator) in [(4, ":"), (7, ":"), (10, " "), (13, ":"), (16, ":")] where scalars[index] != UInt8(ascii: separator.unicodeScalars.first!) {
+        for (index, separator) in [(4, ":"), (7, ":"), (10, " "), (13, ":"), (16, ":")]
+        where scalars[index] != UInt8(ascii: separator.unicodeScalars.first!) {
             return nil
         }
         guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
             let minute = number(14, 2), let second = number(17, 2),
-            (1...9999).contains(year), (1...12).contains(month), (1...Self.days(inMonth: month, year: year)).contains(day),
+            (1...9999).contains(year), (1...12).contains(month),
+            (1...Self.days(inMonth: month, year: year)).contains(day),
             hour < 24, minute < 60, second < 61
         else { return nil }
-        (self.year, self.month, self.day, self.hour, self.minute, self.second) = (year, month, day, hour, minute, min(second, 59))
+        (self.year, self.month, self.day, self.hour, self.minute, self.second) = (
+            year, month, day, hour, minute, min(second, 59)
+        )
         millisecond = 0
         if let subseconds {
             let digits = subseconds.trimmingCharacters(in: .whitespaces)
@@ -65,9 +69,12 @@ public struct PhotoDate: Sendable, Hashable {
     /// `+01:00` → 3600; nil for anything else (EXIF allows `   :  ` for unknown).
     static func offset(_ text: String) -> Int? {
         let bytes = Array(text.utf8)
-        guard bytes.count == 6, bytes[0] == UInt8(ascii: "+") || bytes[0] == UInt8(ascii: "-"), bytes[3] == UInt8(ascii: ":"),
-            let hours = Int(String(decoding: bytes[1..<3], as: UTF8.self)), let minutes = Int(String(decoding: bytes[4..<6], as: UTF8.self)),
-            bytes[1...2].allSatisfy({ (0x30...0x39).contains($0) }), bytes[4...5].allSatisfy({ (0x30...0x39).contains($0) }),
+        guard bytes.count == 6, bytes[0] == UInt8(ascii: "+") || bytes[0] == UInt8(ascii: "-"),
+            bytes[3] == UInt8(ascii: ":"),
+            let hours = Int(String(decoding: bytes[1..<3], as: UTF8.self)),
+            let minutes = Int(String(decoding: bytes[4..<6], as: UTF8.self)),
+            bytes[1...2].allSatisfy({ (0x30...0x39).contains($0) }),
+            bytes[4...5].allSatisfy({ (0x30...0x39).contains($0) }),
             hours <= 14, minutes < 60
         else { return nil }
         return (bytes[0] == UInt8(ascii: "-") ? -1 : 1) * (hours * 3600 + minutes * 60)
@@ -106,7 +113,10 @@ public enum PhotoDateReader {
         for _ in 0..<maxSegments {
             guard position + 4 <= bytes.count, bytes[position] == 0xFF else { return nil }
             let marker = bytes[position + 1]
-            if marker == 0xFF { position += 1; continue }  // fill byte
+            if marker == 0xFF {
+                position += 1
+                continue
+            }  // fill byte
             if marker == 0xDA || marker == 0xD9 { return nil }  // start of scan, end of image: no more metadata
             let length = bytes.uint16(at: position + 2, bigEndian: true)
             guard length >= 2, position + 2 + length <= bytes.count else { return nil }
@@ -168,7 +178,8 @@ public enum PhotoDateReader {
         for index in 0..<count {
             let at = offset + 2 + index * 12
             entries[tiff.uint16(at: at, bigEndian: bigEndian)] = Entry(
-                type: tiff.uint16(at: at + 2, bigEndian: bigEndian), count: tiff.uint32(at: at + 4, bigEndian: bigEndian),
+                type: tiff.uint16(at: at + 2, bigEndian: bigEndian),
+                count: tiff.uint32(at: at + 4, bigEndian: bigEndian),
                 inline: tiff.uint32(at: at + 8, bigEndian: bigEndian), offsetField: at + 8)
         }
         return entries

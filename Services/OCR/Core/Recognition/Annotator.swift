@@ -16,7 +16,9 @@ public enum Annotator {
         decoder: ImageDecoder
     ) throws -> Data {
         do {
-            guard var image = try decoder.decode(data).pages.first else { throw OCRError.invalid("the image has no pages") }
+            guard var image = try decoder.decode(data).pages.first else {
+                throw OCRError.invalid("the image has no pages")
+            }
             let turns = (result.pages.first?.orientationDegrees ?? 0) / 90
             if turns != 0 { image = try image.rotated(quarterTurns: turns) }
             var marks = result.observations.filter { $0.level == .word && $0.page == 0 }.map {

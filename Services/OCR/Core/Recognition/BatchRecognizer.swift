@@ -56,11 +56,13 @@ public struct BatchRecognizer: Sendable {
         var tickets: [WorkLane.Ticket] = []
         for _ in 0..<helpers {
             // A full lane queue only means fewer helpers.
-            guard let ticket = try? lane.submit({ cancelled in
-                guard !cancelled, batch.enter() else { return }
-                drain()
-                batch.leave()
-            }) else { break }
+            guard
+                let ticket = try? lane.submit({ cancelled in
+                    guard !cancelled, batch.enter() else { return }
+                    drain()
+                    batch.leave()
+                })
+            else { break }
             tickets.append(ticket)
         }
         drain()

@@ -19,14 +19,20 @@ enum EngineCombination {
         _ page: PageResult, lines: [PPOCRLine], minimumTextHeight: Double, customWords: CustomWordCorrector, index: Int
     ) -> PageResult {
         let tesseract = groups(page.observations)
-        let ppocr = lines.compactMap { group($0, page: page, minimumTextHeight: minimumTextHeight, customWords: customWords, index: index) }
+        let ppocr = lines.compactMap {
+            group($0, page: page, minimumTextHeight: minimumTextHeight, customWords: customWords, index: index)
+        }
         guard !ppocr.isEmpty else { return page }
         // Clusters of overlapping lines across the engines (a Tesseract line "Napětí 11.87 V" and PP-OCR's
         // "Napětí" and "11.87 V" are one region).
         let tesseractLines = tesseract.flatMap(\.lines)
         let ppocrLines = ppocr.flatMap(\.lines)
         var cluster = Array(0..<(tesseractLines.count + ppocrLines.count))
-        func root(_ i: Int) -> Int { var i = i; while cluster[i] != i { i = cluster[i] }; return i }
+        func root(_ i: Int) -> Int {
+            var i = i
+            while cluster[i] != i { i = cluster[i] }
+            return i
+        }
         for (t, tLine) in tesseractLines.enumerated() {
             for (p, pLine) in ppocrLines.enumerated() where overlaps(tLine.line.box, pLine.line.box) {
                 cluster[root(tesseractLines.count + p)] = root(t)
@@ -81,7 +87,8 @@ enum EngineCombination {
     static func group(
         _ line: PPOCRLine, page: PageResult, minimumTextHeight: Double, customWords: CustomWordCorrector, index: Int
     ) -> Group? {
-        func observation(_ level: ObservationLevel, _ text: String, _ confidence: Double, _ box: TextBox) -> Observation {
+        func observation(_ level: ObservationLevel, _ text: String, _ confidence: Double, _ box: TextBox) -> Observation
+        {
             let rect = PixelRect(x: box.x, y: box.y, width: box.width, height: box.height)
             return Observation(
                 level: level, text: text, confidence: confidence, box: rect,
@@ -94,7 +101,8 @@ enum EngineCombination {
         }
         guard !words.isEmpty else { return nil }
         let text = words.map(\.text).joined(separator: " ")
-        let confidence = words.map { $0.confidence * Double($0.text.count) }.reduce(0, +)
+        let confidence =
+            words.map { $0.confidence * Double($0.text.count) }.reduce(0, +)
             / Double(max(1, words.map(\.text.count).reduce(0, +)))
         let lineObservation = observation(.line, text, confidence, line.box)
         return Group(block: observation(.block, text, confidence, line.box), lines: [(lineObservation, words)])
@@ -132,8 +140,11 @@ enum EngineCombination {
         func centre(_ group: Group) -> Double { Double(group.block.box.y) + Double(group.block.box.height) / 2 }
         for i in 0..<(sorted.count - 1) {
             var j = i
-            while j >= 0, abs(centre(sorted[j + 1]) - centre(sorted[j])) < Double(min(sorted[j].block.box.height, sorted[j + 1].block.box.height)) / 2,
-                  sorted[j + 1].block.box.x < sorted[j].block.box.x {
+            while j >= 0,
+                abs(centre(sorted[j + 1]) - centre(sorted[j])) < Double(
+                    min(sorted[j].block.box.height, sorted[j + 1].block.box.height)) / 2,
+                sorted[j + 1].block.box.x < sorted[j].block.box.x
+            {
                 sorted.swapAt(j, j + 1)
                 j -= 1
             }

@@ -33,15 +33,19 @@ enum PhotoSizing {
         var sized: Sized
         if preview.format == .jpeg, let page = preview.pages.first {
             let pixels = page.pixelCount * preview.reduction * preview.reduction
-            let reduction = pixels <= largePhoto ? 1 : try jpegReduction(pixels: pixels, preview: page, previewReduction: preview.reduction)
-            sized = reduction == preview.reduction
+            let reduction =
+                pixels <= largePhoto
+                ? 1 : try jpegReduction(pixels: pixels, preview: page, previewReduction: preview.reduction)
+            sized =
+                reduction == preview.reduction
                 ? Sized(pages: preview.pages, scale: 1 / Double(reduction))
                 : Sized(pages: try decoder.decode(data, jpegReduction: reduction).pages, scale: 1 / Double(reduction))
         } else if preview.pages.count == 1, let page = preview.pages.first, page.pixelCount > largePhoto,
             let height = try page.medianComponentHeight()
         {
             let factor = self.factor(pixels: page.pixelCount, textHeight: height)
-            sized = factor <= worthScaling
+            sized =
+                factor <= worthScaling
                 ? Sized(pages: [try page.scaled(by: factor)], scale: factor) : Sized(pages: preview.pages, scale: 1)
         } else {
             sized = Sized(pages: preview.pages, scale: 1)

@@ -66,7 +66,9 @@ public struct RecognitionOptions: Sendable, Hashable {
     /// Throws INVALID_ARGUMENT naming the first option that cannot be used.
     public func validate(installed: [String] = TesseractRuntime.installedLanguages()) throws {
         if languages.isEmpty { throw OCRError.invalid("languages must name at least one language") }
-        guard timeBudget.isFinite, timeBudget >= 0 else { throw OCRError.invalid("the time budget must be 0 or more seconds") }
+        guard timeBudget.isFinite, timeBudget >= 0 else {
+            throw OCRError.invalid("the time budget must be 0 or more seconds")
+        }
         var seen: Set<String> = []
         for language in languages {
             guard !language.isEmpty, language.allSatisfy({ $0.isASCII && ($0.isLetter || $0 == "_") }) else {
@@ -86,7 +88,8 @@ public struct RecognitionOptions: Sendable, Hashable {
         }
         for word in customWords {
             guard !word.isEmpty, word.utf8.count <= 4 * Self.maxWordLength,
-                word.unicodeScalars.count <= Self.maxWordLength, !word.unicodeScalars.contains(where: \.properties.isWhitespace),
+                word.unicodeScalars.count <= Self.maxWordLength,
+                !word.unicodeScalars.contains(where: \.properties.isWhitespace),
                 !word.utf8.contains(0)
             else {
                 throw OCRError.invalid(

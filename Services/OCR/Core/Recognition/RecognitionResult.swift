@@ -17,7 +17,9 @@ public struct NormalizedRect: Sendable, Hashable, Codable {
 
     public init(_ rect: PixelRect, imageWidth: Int, imageHeight: Int) {
         let w = Double(max(1, imageWidth)), h = Double(max(1, imageHeight))
-        self.init(x: Double(rect.x) / w, y: Double(rect.y) / h, width: Double(rect.width) / w, height: Double(rect.height) / h)
+        self.init(
+            x: Double(rect.x) / w, y: Double(rect.y) / h, width: Double(rect.width) / w, height: Double(rect.height) / h
+        )
     }
 
     public var area: Double { max(0, width) * max(0, height) }

@@ -40,7 +40,9 @@ public struct TextRecognizer: Sendable {
     public func recognizeBlocking(_ data: Data, options: RecognitionOptions) throws -> RecognitionResult {
         try options.validate()
         let engine: TesseractEngine
-        do { engine = try engines.checkoutBlocking(options.engineConfiguration) } catch { throw OCRError.mapping(error) }
+        do { engine = try engines.checkoutBlocking(options.engineConfiguration) } catch {
+            throw OCRError.mapping(error)
+        }
         defer { engines.checkin(engine) }
         return try recognize(data, options: options, engine: engine)
     }
@@ -52,7 +54,8 @@ public struct TextRecognizer: Sendable {
     {
         precondition(
             engine.configuration == options.engineConfiguration,
-            "an engine of \(engine.configuration.languageString) lent for \(options.engineConfiguration.languageString)")
+            "an engine of \(engine.configuration.languageString) lent for \(options.engineConfiguration.languageString)"
+        )
         do {
             let clock = ContinuousClock()
             var timings = RecognitionTimings()
@@ -73,13 +76,16 @@ public struct TextRecognizer: Sendable {
                 // of PP-OCR leaves Tesseract's reading (every observation says which engine read it).
                 // A phone photo decoded reduced is upright as decoded too: its page is the image's size in the file's
                 // pixels (before, only a photo read at its own size was, so no JPEG over 4 MP ever reached PP-OCR).
-                let upright = abs(Double(image.width) / sized.scale - Double(page.width)) <= 1 / sized.scale
+                let upright =
+                    abs(Double(image.width) / sized.scale - Double(page.width)) <= 1 / sized.scale
                     && abs(Double(image.height) / sized.scale - Double(page.height)) <= 1 / sized.scale
                 if let ppocr, reading.page.words.count < Self.fewWords, reading.prepared.quarterTurns == 0, upright {
                     start = clock.now
                     if let lines = try? ppocr.withEngine({ engine in
-                        try engine.read(RGBPixels(width: image.width, height: image.height, bytes: try image.rgbBytes()))
-                            .map { $0.scaled(by: 1 / sized.scale, within: (page.width, page.height)) }
+                        try engine.read(
+                            RGBPixels(width: image.width, height: image.height, bytes: try image.rgbBytes())
+                        )
+                        .map { $0.scaled(by: 1 / sized.scale, within: (page.width, page.height)) }
                     }) {
                         page = EngineCombination.combine(
                             page, lines: lines, minimumTextHeight: options.minimumTextHeight,
@@ -131,7 +137,8 @@ public struct TextRecognizer: Sendable {
         /// turns the display into a black block whose digits Tesseract takes for a picture (issue 40,
         /// `LightOnDarkTests`).
         func isBetter(than other: Reading) -> Bool {
-            let mine = characters(readWith: TextRecognizer.sureWord), theirs = other.characters(readWith: TextRecognizer.sureWord)
+            let mine = characters(readWith: TextRecognizer.sureWord),
+                theirs = other.characters(readWith: TextRecognizer.sureWord)
             if Double(mine) >= clearlyMore.factor * Double(theirs) + clearlyMore.extra { return true }
             if Double(theirs) >= clearlyMore.factor * Double(mine) + clearlyMore.extra { return false }
             return meanConfidence > other.meanConfidence
@@ -184,14 +191,17 @@ public struct TextRecognizer: Sendable {
             var reading: Reading?
             for segmentation in options.segmentation.map({ [$0] }) ?? [.page, .sparse] {
                 if let found = reading, found.page.words.count >= fewWords { break }
-                if let found = reading, found.confidentCharacters > 0, (clock.now - started).seconds >= options.timeBudget {
+                if let found = reading, found.confidentCharacters > 0,
+                    (clock.now - started).seconds >= options.timeBudget
+                {
                     best = best.map { found.isBetter(than: $0) ? found : $0 } ?? found
                     best!.cutShort = true
                     return best!
                 }
                 start = clock.now
                 // Once something was read, a reading that runs past the budget is stopped there, not waited for.
-                let remaining = (best?.confidentCharacters ?? 0) > 0
+                let remaining =
+                    (best?.confidentCharacters ?? 0) > 0
                     ? max(.milliseconds(1), .seconds(options.timeBudget) - (clock.now - started)) : nil
                 let page = try engine.recognize(prepared.image, segmentation: segmentation, within: remaining)
                 timings.recognize += (clock.now - start).seconds
@@ -200,8 +210,11 @@ public struct TextRecognizer: Sendable {
                     best!.cutShort = true
                     return best!
                 }
-                let candidate = Reading(preparation: preparation, prepared: prepared, segmentation: segmentation, page: page)
-                if reading == nil || candidate.confidentCharacters > reading!.confidentCharacters { reading = candidate }
+                let candidate = Reading(
+                    preparation: preparation, prepared: prepared, segmentation: segmentation, page: page)
+                if reading == nil || candidate.confidentCharacters > reading!.confidentCharacters {
+                    reading = candidate
+                }
             }
             guard let reading else { continue }
             if best == nil || reading.isBetter(than: best!) { best = reading }
@@ -213,11 +226,15 @@ public struct TextRecognizer: Sendable {
             best!.cutShort = true
             return best!
         }
-        if let plain, options.segmentation != .page, !plain.prepared.inverted, (lightOnDarkPart).contains(try image.darkFraction()) {
+        if let plain, options.segmentation != .page, !plain.prepared.inverted,
+            (lightOnDarkPart).contains(try image.darkFraction())
+        {
             let start = clock.now
-            let remaining = best!.confidentCharacters > 0
+            let remaining =
+                best!.confidentCharacters > 0
                 ? max(.milliseconds(1), .seconds(options.timeBudget) - (clock.now - started)) : nil
-            guard let inverted = try engine.recognize(try image.inverted(), segmentation: .sparse, within: remaining) else {
+            guard let inverted = try engine.recognize(try image.inverted(), segmentation: .sparse, within: remaining)
+            else {
                 timings.recognize += (clock.now - start).seconds
                 best!.cutShort = true
                 return best!
@@ -246,7 +263,9 @@ public struct TextRecognizer: Sendable {
         }
         var result = page
         for block in other.blocks {
-            let lines = block.lines.filter { line in !line.words.isEmpty && !taken.contains { touches($0, line.line.box) } }
+            let lines = block.lines.filter { line in
+                !line.words.isEmpty && !taken.contains { touches($0, line.line.box) }
+            }
             guard !lines.isEmpty else { continue }
             result.blocks.append(RecognizedBlock(block: merged(lines.map(\.line), separator: "\n"), lines: lines))
         }
@@ -264,10 +283,13 @@ public struct TextRecognizer: Sendable {
         let minimumHeight = minimumTextHeight * Double(page.height)
         func observation(_ level: ObservationLevel, _ element: RecognizedText) -> Observation {
             let s = prepared.scale
-            let box = s == 1 ? element.box : PixelRect(
-                x: Int((Double(element.box.x) / s).rounded()), y: Int((Double(element.box.y) / s).rounded()),
-                width: Int((Double(element.box.width) / s).rounded()),
-                height: Int((Double(element.box.height) / s).rounded()))
+            let box =
+                s == 1
+                ? element.box
+                : PixelRect(
+                    x: Int((Double(element.box.x) / s).rounded()), y: Int((Double(element.box.y) / s).rounded()),
+                    width: Int((Double(element.box.width) / s).rounded()),
+                    height: Int((Double(element.box.height) / s).rounded()))
             return Observation(
                 level: level, text: element.text, confidence: element.confidence, box: box,
                 normalizedBox: NormalizedRect(box, imageWidth: width, imageHeight: height), page: index)
@@ -318,7 +340,8 @@ public struct TextRecognizer: Sendable {
         let lines = page.blocks.flatMap(\.lines).map(\.line)
         let lookalikes = Set("vwyiljVWYIJ!'`^~ˇ´°.,:;-_*\"|")
         var marks: Set<PixelRect> = []
-        for small in lines where !small.text.isEmpty && small.text.allSatisfy({ lookalikes.contains($0) || $0 == " " }) {
+        for small in lines where !small.text.isEmpty && small.text.allSatisfy({ lookalikes.contains($0) || $0 == " " })
+        {
             let s = small.box
             for large in lines where Double(s.height) < 0.4 * Double(large.box.height) {
                 let l = large.box
@@ -350,13 +373,17 @@ extension PPOCRLine {
     func scaled(by factor: Double, within size: (width: Int, height: Int)) -> PPOCRLine {
         guard factor != 1 else { return self }
         func scaled(_ box: TextBox) -> TextBox {
-            let x = min(size.width - 1, Int((Double(box.x) * factor).rounded())), y = min(size.height - 1, Int((Double(box.y) * factor).rounded()))
-            return TextBox(x: x, y: y, width: max(1, min(size.width - x, Int((Double(box.width) * factor).rounded()))),
-                           height: max(1, min(size.height - y, Int((Double(box.height) * factor).rounded()))), score: box.score)
+            let x = min(size.width - 1, Int((Double(box.x) * factor).rounded())),
+                y = min(size.height - 1, Int((Double(box.y) * factor).rounded()))
+            return TextBox(
+                x: x, y: y, width: max(1, min(size.width - x, Int((Double(box.width) * factor).rounded()))),
+                height: max(1, min(size.height - y, Int((Double(box.height) * factor).rounded()))), score: box.score)
         }
         var line = self
         line.box = scaled(box)
-        line.words = words.map { PPOCRWord(text: $0.text, confidence: $0.confidence, box: scaled($0.box), doubt: $0.doubt) }
+        line.words = words.map {
+            PPOCRWord(text: $0.text, confidence: $0.confidence, box: scaled($0.box), doubt: $0.doubt)
+        }
         return line
     }
 }

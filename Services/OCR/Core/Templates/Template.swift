@@ -15,7 +15,9 @@ public struct ValueDefinition: Sendable, Hashable {
     /// The text to the value's left on the first photo (`Napětí`), empty when there was none.
     public var label: String
 
-    public init(name: String, region: NormalizedRect, level: ObservationLevel = .word, shape: String = "", label: String = "") {
+    public init(
+        name: String, region: NormalizedRect, level: ObservationLevel = .word, shape: String = "", label: String = ""
+    ) {
         self.name = name
         self.region = region
         self.level = level
@@ -67,10 +69,13 @@ public struct Template: Sendable, Hashable {
         try validateValueNames(values.map(\.name))
         for value in values {
             guard value.region.isValid else {
-                throw OCRError.invalid("the region of value \"\(value.name)\" must lie within the image (fractions 0–1)")
+                throw OCRError.invalid(
+                    "the region of value \"\(value.name)\" must lie within the image (fractions 0–1)")
             }
-            try validateLength(value.shape, max: ValueShape.maxLabelLength, what: "the shape of value \"\(value.name)\"")
-            try validateLength(value.label, max: ValueShape.maxLabelLength, what: "the label of value \"\(value.name)\"")
+            try validateLength(
+                value.shape, max: ValueShape.maxLabelLength, what: "the shape of value \"\(value.name)\"")
+            try validateLength(
+                value.label, max: ValueShape.maxLabelLength, what: "the label of value \"\(value.name)\"")
         }
     }
 
@@ -116,7 +121,9 @@ public struct RecordValue: Sendable, Hashable {
     /// The unit split off the reading (`V` of `224.5v`) or read beside it, empty when there was none.
     public var unit: String
 
-    public init(name: String, text: String, confidence: Double, uncertainty: String = "", raw: String = "", unit: String = "") {
+    public init(
+        name: String, text: String, confidence: Double, uncertainty: String = "", raw: String = "", unit: String = ""
+    ) {
         self.name = name
         self.text = text
         self.confidence = confidence
@@ -142,7 +149,8 @@ public struct RecordValue: Sendable, Hashable {
     public var normalised: RecordValue {
         let (text, unit) = ValueText.normalise(self.text)
         return RecordValue(
-            name: name, text: text, confidence: confidence, uncertainty: uncertainty, raw: raw.isEmpty ? self.text : raw,
+            name: name, text: text, confidence: confidence, uncertainty: uncertainty,
+            raw: raw.isEmpty ? self.text : raw,
             unit: unit.isEmpty ? self.unit : unit)
     }
 
@@ -180,7 +188,8 @@ public struct Record: Sendable, Hashable {
     public var values: [RecordValue]
     public var dateSource: DateSource
 
-    public init(id: Int64, templateID: Int64, createdAt: Date, values: [RecordValue], dateSource: DateSource = .upload) {
+    public init(id: Int64, templateID: Int64, createdAt: Date, values: [RecordValue], dateSource: DateSource = .upload)
+    {
         self.id = id
         self.templateID = templateID
         self.createdAt = createdAt

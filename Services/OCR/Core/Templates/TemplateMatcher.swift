@@ -26,7 +26,8 @@ public enum TemplateMatcher {
     static let shapeWeight = 0.45, labelWeight = 0.35, positionWeight = 0.2
 
     /// How well `observation` (with its neighbourhood) fits `value` (0–1).
-    static func fit(_ value: ValueDefinition, _ observation: Observation, _ neighbourhood: ValueNeighbourhood) -> Double {
+    static func fit(_ value: ValueDefinition, _ observation: Observation, _ neighbourhood: ValueNeighbourhood) -> Double
+    {
         let dx = value.region.centerX - observation.normalizedBox.centerX
         let dy = value.region.centerY - observation.normalizedBox.centerY
         let position = max(0, 1 - (dx * dx + dy * dy).squareRoot() / 0.5)
@@ -62,7 +63,9 @@ public enum TemplateMatcher {
     public static func assign(_ values: [ValueDefinition], in observations: [Observation])
         -> [(value: RecordValue, observation: Observation?)]
     {
-        if values.allSatisfy({ $0.shape.isEmpty && $0.label.isEmpty }) { return assignByPosition(values, in: observations) }
+        if values.allSatisfy({ $0.shape.isEmpty && $0.label.isEmpty }) {
+            return assignByPosition(values, in: observations)
+        }
         let original = observations
         var neighbourhoods = Dictionary(
             uniqueKeysWithValues: original.indices.filter { !original[$0].text.isEmpty }
@@ -104,7 +107,8 @@ public enum TemplateMatcher {
                     RecordValue(
                         name: values[pair.value].name, text: "", confidence: 0,
                         uncertainty: "nothing fits it well (best fit \(format(pair.fit)): \"\(observation.text)\")"),
-                    observation)
+                    observation
+                )
                 continue
             } else if let other = fits.indices.first(where: {
                 $0 != pair.value && (fits[$0][pair.observation] ?? 0) >= minimumFit
@@ -119,7 +123,8 @@ public enum TemplateMatcher {
                 RecordValue.reading(
                     name: values[pair.value].name, raw: observation.text, confidence: observation.confidence,
                     uncertainty: reasons.joined(separator: "; "), unitBeside: neighbourhoods[pair.observation]!.unit),
-                observation)
+                observation
+            )
         }
         return result
     }
@@ -133,7 +138,8 @@ public enum TemplateMatcher {
             reasons.append("its shape \(shape) is not the learned \(learnedShape): a digit may be lost or stray")
         }
         if let units = ValueShape.differentUnit(learned: learnedShape, candidate: shape) {
-            reasons.append("its unit \(units.candidate) is not the learned \(units.learned.isEmpty ? "(none)" : units.learned)")
+            reasons.append(
+                "its unit \(units.candidate) is not the learned \(units.learned.isEmpty ? "(none)" : units.learned)")
         }
         if let gap = digitGap(in: text) { reasons.append(gap) }
         if confidence < minimumConfidence { reasons.append(lowConfidence(confidence)) }
@@ -153,8 +159,10 @@ public enum TemplateMatcher {
         if value.text.isEmpty {
             value.uncertainty = "nothing was read there"
         } else {
-            value.uncertainty = doubts(learnedShape: "", shape: "", text: value.raw.isEmpty ? value.text : value.raw,
-                confidence: value.confidence).joined(separator: "; ")
+            value.uncertainty = doubts(
+                learnedShape: "", shape: "", text: value.raw.isEmpty ? value.text : value.raw,
+                confidence: value.confidence
+            ).joined(separator: "; ")
         }
         return value
     }
@@ -193,15 +201,19 @@ public enum TemplateMatcher {
                 guard leading < words.count else { continue }  // no digit at all: a label, not a value
                 let others = observations.enumerated().filter { $0.offset != index }.map(\.element)
                 var cuts: [(start: Int, end: Int)] = []
-                for cut in [(leading, 0), (0, trailing), (leading, trailing)] where cut.0 + cut.1 > 0 && !cuts.contains(where: { $0 == cut }) {
+                for cut in [(leading, 0), (0, trailing), (leading, trailing)]
+                where cut.0 + cut.1 > 0 && !cuts.contains(where: { $0 == cut }) {
                     cuts.append(cut)
                 }
                 for (cutStart, cutEnd) in cuts {
                     let kept = Array(words[cutStart..<(words.count - cutEnd)])
-                    let cut = [Array(words[..<cutStart]), Array(words[(words.count - cutEnd)...])].filter { !$0.isEmpty }.map {
+                    let cut = [Array(words[..<cutStart]), Array(words[(words.count - cutEnd)...])].filter {
+                        !$0.isEmpty
+                    }.map {
                         joined($0, level: .line)
                     }
-                    parts.append(LinePart(line: index, observation: joined(kept, level: .line), neighbours: others + cut))
+                    parts.append(
+                        LinePart(line: index, observation: joined(kept, level: .line), neighbours: others + cut))
                 }
             }
             return parts
@@ -210,14 +222,17 @@ public enum TemplateMatcher {
         /// Words as one observation: their texts with spaces, the box round them all, the lowest confidence.
         static func joined(_ words: [Observation], level: ObservationLevel) -> Observation {
             let left = words.map(\.box.x).min()!, top = words.map(\.box.y).min()!
-            let right = words.map { $0.box.x + $0.box.width }.max()!, bottom = words.map { $0.box.y + $0.box.height }.max()!
+            let right = words.map { $0.box.x + $0.box.width }.max()!,
+                bottom = words.map { $0.box.y + $0.box.height }.max()!
             let nLeft = words.map(\.normalizedBox.x).min()!, nTop = words.map(\.normalizedBox.y).min()!
             let nRight = words.map { $0.normalizedBox.x + $0.normalizedBox.width }.max()!
             let nBottom = words.map { $0.normalizedBox.y + $0.normalizedBox.height }.max()!
             return Observation(
-                level: level, text: words.map(\.text).joined(separator: " "), confidence: words.map(\.confidence).min()!,
+                level: level, text: words.map(\.text).joined(separator: " "),
+                confidence: words.map(\.confidence).min()!,
                 box: PixelRect(x: left, y: top, width: right - left, height: bottom - top),
-                normalizedBox: NormalizedRect(x: nLeft, y: nTop, width: nRight - nLeft, height: nBottom - nTop), page: words[0].page)
+                normalizedBox: NormalizedRect(x: nLeft, y: nTop, width: nRight - nLeft, height: nBottom - nTop),
+                page: words[0].page)
         }
     }
 
@@ -256,9 +271,11 @@ public enum TemplateMatcher {
         // Overlaps that differ only by rounding (boxes computed from different corners) count as equal.
         func rank(_ overlap: Double) -> Int64 { Int64((overlap * 1e6).rounded()) }
         candidates.sort {
-            rank($0.overlap) != rank($1.overlap) ? rank($0.overlap) > rank($1.overlap)
-                : $0.distance != $1.distance ? $0.distance < $1.distance
-                : ($0.value, $0.observation) < ($1.value, $1.observation)
+            rank($0.overlap) != rank($1.overlap)
+                ? rank($0.overlap) > rank($1.overlap)
+                : $0.distance != $1.distance
+                    ? $0.distance < $1.distance
+                    : ($0.value, $0.observation) < ($1.value, $1.observation)
         }
         var result: [(value: RecordValue, observation: Observation?)] = values.map {
             (RecordValue(name: $0.name, text: "", confidence: 0, uncertainty: "nothing was read there"), nil)
@@ -269,8 +286,10 @@ public enum TemplateMatcher {
             result[candidate.value] = (
                 RecordValue.reading(
                     name: values[candidate.value].name, raw: observation.text, confidence: observation.confidence,
-                    uncertainty: observation.confidence < minimumConfidence ? lowConfidence(observation.confidence) : ""),
-                observation)
+                    uncertainty: observation.confidence < minimumConfidence ? lowConfidence(observation.confidence) : ""
+                ),
+                observation
+            )
             filled.insert(candidate.value)
             used.insert(candidate.observation)
         }

@@ -64,7 +64,8 @@ public enum ValueShape {
         guard candidateIsNumber else { return 0 }
         let (learnedCoarse, candidateCoarse) = (coarse(learned), coarse(candidate))
         if learnedCoarse == candidateCoarse { return 0.7 }
-        let (learnedNumber, learnedUnit) = split(learnedCoarse), (candidateNumber, candidateUnit) = split(candidateCoarse)
+        let (learnedNumber, learnedUnit) = split(learnedCoarse),
+            (candidateNumber, candidateUnit) = split(candidateCoarse)
         if learnedNumber == candidateNumber { return 0.4 }
         if learnedUnit == candidateUnit { return 0.5 }
         return 0.1

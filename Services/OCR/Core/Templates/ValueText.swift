@@ -11,7 +11,9 @@ public enum ValueText {
     public static func normalise(_ raw: String) -> (text: String, unit: String) {
         let trimmed = raw.trimmingCharacters(in: .whitespacesAndNewlines)
         var rest = Substring(trimmed)
-        while let first = rest.first, stray.contains(first), first != "." || !(rest.dropFirst().first?.isASCIIDigit ?? false) {
+        while let first = rest.first, stray.contains(first),
+            first != "." || !(rest.dropFirst().first?.isASCIIDigit ?? false)
+        {
             rest = rest.dropFirst()
         }
         var sign = ""

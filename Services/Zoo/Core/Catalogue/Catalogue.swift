@@ -7,8 +7,10 @@ public struct AnimalFilter: Sendable, Hashable {
     public var zooHouses: [String]
     public var continents: [String]
 
-    public init(classes: [String] = [], foods: [String] = [], biotopes: [String] = [], zooHouses: [String] = [],
-                continents: [String] = []) {
+    public init(
+        classes: [String] = [], foods: [String] = [], biotopes: [String] = [], zooHouses: [String] = [],
+        continents: [String] = []
+    ) {
         self.classes = classes
         self.foods = foods
         self.biotopes = biotopes
@@ -26,8 +28,10 @@ public struct SearchQuery: Sendable, Hashable {
     public var offset: Int
     public var limit: Int
 
-    public init(text: String = "", filter: AnimalFilter = AnimalFilter(), includeUnavailable: Bool = false,
-                offset: Int = 0, limit: Int = 20) {
+    public init(
+        text: String = "", filter: AnimalFilter = AnimalFilter(), includeUnavailable: Bool = false,
+        offset: Int = 0, limit: Int = 20
+    ) {
         self.text = text
         self.filter = filter
         self.includeUnavailable = includeUnavailable
@@ -81,8 +85,10 @@ public struct Catalogue: Sendable {
 
     /// Builds the catalogue: joins adoptions by normalised Czech name (adding the English name) and map
     /// features to animals (see `MapLinker`).
-    public init(animals: [Animal], mapFeatures: [MapFeature] = [], adoptions: [Adoption] = [],
-                joins: MapJoinTables = MapJoinTables()) {
+    public init(
+        animals: [Animal], mapFeatures: [MapFeature] = [], adoptions: [Adoption] = [],
+        joins: MapJoinTables = MapJoinTables()
+    ) {
         var adoptionByName: [String: Adoption] = [:]
         for adoption in adoptions where adoptionByName[TextKey.nameKey(adoption.czechName)] == nil {
             adoptionByName[TextKey.nameKey(adoption.czechName)] = adoption
@@ -124,7 +130,9 @@ public struct Catalogue: Sendable {
     }
 
     /// Every house and zoo part the animals or the map name, with where they are.
-    public var houses: [Placement] { places.all.map { Placement(kind: $0.kind, name: $0.name, featureIDs: $0.featureIDs) } }
+    public var houses: [Placement] {
+        places.all.map { Placement(kind: $0.kind, name: $0.name, featureIDs: $0.featureIDs) }
+    }
 
     /// Throws `invalidArgument` for a filter value no animal has, listing the known values of that filter.
     func validate(_ filter: AnimalFilter) throws(ZooError) {
@@ -132,7 +140,8 @@ public struct Catalogue: Sendable {
             let known = knownFilterValues[kind] ?? [:]
             for value in kind.selected(in: filter) where known[kind.key(value)] == nil {
                 let list = known.values.sorted().joined(separator: ", ")
-                throw .invalidArgument("unknown \(kind.rawValue) \"\(value)\"; known values: \(list.isEmpty ? "none" : list)")
+                throw .invalidArgument(
+                    "unknown \(kind.rawValue) \"\(value)\"; known values: \(list.isEmpty ? "none" : list)")
             }
         }
     }
@@ -150,7 +159,6 @@ public struct Catalogue: Sendable {
     public func mapLocations(of animal: Animal) -> [MapFeature] {
         animal.mapFeatureIDs.compactMap { features[$0] }
     }
-
 
     /// Searches names (Czech, Latin, English) and other fields, ranked: exact name, name prefix,
     /// word prefix inside a name, name substring, then other fields; ties by Czech name, then id.
@@ -174,8 +182,9 @@ public struct Catalogue: Sendable {
             if let location = animal.location { counters[3].add([location], key: MapLinker.pavilionKey) }
             counters[4].add(animal.continents, key: TextKey.fold)
         }
-        return FilterValues(classes: counters[0].values, foods: counters[1].values, biotopes: counters[2].values,
-                            zooHouses: counters[3].values, continents: counters[4].values)
+        return FilterValues(
+            classes: counters[0].values, foods: counters[1].values, biotopes: counters[2].values,
+            zooHouses: counters[3].values, continents: counters[4].values)
     }
 }
 

@@ -15,7 +15,9 @@ struct MapLinker {
         self.joins = joins
         knownIDs = Set(features.map(\.id))
         for feature in features {
-            for name in Set(feature.animalNames.map(TextKey.nameKey)) { byAnimalName[name, default: []].append(feature.id) }
+            for name in Set(feature.animalNames.map(TextKey.nameKey)) {
+                byAnimalName[name, default: []].append(feature.id)
+            }
             if feature.isBuilding {
                 let name = joins.pavilionNames[feature.id] ?? feature.name
                 byPavilion[Self.pavilionKey(name), default: []].append(feature.id)

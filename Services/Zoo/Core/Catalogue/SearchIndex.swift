@@ -18,13 +18,21 @@ struct SearchIndex: Sendable {
     /// `animals` sorted by id; entry `i` is `animals[i]`.
     init(animals: [Animal]) {
         let names = animals.map { animal in
-            ([animal.name, animal.latinName, animal.englishName].compactMap { $0 } + animal.otherNames).map { Array(TextKey.fold($0).utf8) }
+            ([animal.name, animal.latinName, animal.englishName].compactMap { $0 } + animal.otherNames).map {
+                Array(TextKey.fold($0).utf8)
+            }
         }
         nameCorpus = Corpus(names, ranksNames: true)
-        otherCorpus = Corpus(animals.map { animal in
-            let taxa = [animal.taxonClass?.czech, animal.taxonClass?.latin, animal.order?.czech, animal.order?.latin, animal.location]
-            return (taxa.compactMap { $0 } + animal.continents + animal.biotopes + animal.foods).map { Array(TextKey.fold($0).utf8) }
-        }, ranksNames: false)
+        otherCorpus = Corpus(
+            animals.map { animal in
+                let taxa = [
+                    animal.taxonClass?.czech, animal.taxonClass?.latin, animal.order?.czech, animal.order?.latin,
+                    animal.location,
+                ]
+                return (taxa.compactMap { $0 } + animal.continents + animal.biotopes + animal.foods).map {
+                    Array(TextKey.fold($0).utf8)
+                }
+            }, ranksNames: false)
         available = animals.map(\.isCurrentlyAvailable)
         let order = animals.indices.sorted { a, b in
             let (left, right) = (names[a][0], names[b][0])
@@ -126,16 +134,18 @@ private struct Corpus: Sendable {
                     let wordStart = start > 0 && Self.isWordSeparator(field[start - 1])
                     for length in 1...3 where start + length <= field.count {
                         let key = Self.gramKey(field[start..<(start + length)])
-                        let slot = slots[key] ?? {
-                            let new = anywhere.count / words
-                            slots[key] = new
-                            anywhere += [UInt64](repeating: 0, count: words)
-                            if ranksNames {
-                                atFieldStart += [UInt64](repeating: 0, count: words)
-                                atWordStart += [UInt64](repeating: 0, count: words)
-                            }
-                            return new
-                        }()
+                        let slot =
+                            slots[key]
+                            ?? {
+                                let new = anywhere.count / words
+                                slots[key] = new
+                                anywhere += [UInt64](repeating: 0, count: words)
+                                if ranksNames {
+                                    atFieldStart += [UInt64](repeating: 0, count: words)
+                                    atWordStart += [UInt64](repeating: 0, count: words)
+                                }
+                                return new
+                            }()
                         let word = slot * words + entry / 64
                         anywhere[word] |= bit
                         if ranksNames && start == 0 { atFieldStart[word] |= bit }
@@ -215,7 +225,9 @@ private struct Corpus: Sendable {
                 let end = starts[entry + 1] - pattern.count
                 var position = starts[entry]
                 while position <= end {
-                    if hay[position] == pattern[0], memcmp(hay.baseAddress! + position, pattern.baseAddress!, pattern.count) == 0 {
+                    if hay[position] == pattern[0],
+                        memcmp(hay.baseAddress! + position, pattern.baseAddress!, pattern.count) == 0
+                    {
                         return true
                     }
                     position += 1

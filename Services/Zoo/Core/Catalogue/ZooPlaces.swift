@@ -81,7 +81,8 @@ struct ZooPlaces: Sendable {
 
     private static func looksLikeHouse(_ name: String) -> Bool {
         let folded = TextKey.fold(name)
-        return folded.hasPrefix("pavilon") || folded.contains(" pavilon") || folded.hasSuffix(" dum") || folded == "terarium"
+        return folded.hasPrefix("pavilon") || folded.contains(" pavilon") || folded.hasSuffix(" dum")
+            || folded == "terarium"
     }
 
     /// The matching form of a house name: folded, without a leading "Pavilon", each word in its singular.
@@ -109,7 +110,9 @@ struct ZooPlaces: Sendable {
             let own = animal.mapFeatureIDs.filter(pens.contains)
             return Placement(kind: .pen, name: animal.name, featureIDs: own.isEmpty ? animal.mapFeatureIDs : own)
         }
-        guard let location = animal.location, let house = house(named: location), !house.featureIDs.isEmpty else { return nil }
+        guard let location = animal.location, let house = house(named: location), !house.featureIDs.isEmpty else {
+            return nil
+        }
         return Placement(kind: house.kind, name: house.name, featureIDs: house.featureIDs)
     }
 }

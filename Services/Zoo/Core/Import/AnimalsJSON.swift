@@ -45,20 +45,27 @@ public enum AnimalsJSON {
                 }
                 features[featureID]!.animalNames.append(name)
             }
-            let taxonClass = TextKey.cleanValue(entry.className).map { Taxon(czech: $0, latin: TextKey.cleanValue(entry.classLatin)) }
-            let order = TextKey.cleanValue(entry.order).map { Taxon(czech: $0, latin: TextKey.cleanValue(entry.orderLatin)) }
-            animals.append(Animal(
-                id: id, name: name, latinName: TextKey.cleanValue(entry.latinName), taxonClass: taxonClass, order: order,
-                continents: TextKey.splitList(entry.continent), range: TextKey.cleanValue(entry.continentDetail),
-                biotopes: TextKey.splitList(entry.biotop), biotopeDetail: TextKey.cleanValue(entry.biotopDetail),
-                foods: TextKey.splitList(entry.food), foodDetail: TextKey.cleanValue(entry.foodDetail),
-                description: TextKey.cleanValue(entry.baseSummary), proportions: TextKey.cleanValue(entry.sizes),
-                reproduction: TextKey.cleanValue(entry.reproduction),
-                interestingFacts: TextKey.cleanValue(entry.interestingData),
-                breeding: TextKey.cleanValue(entry.aboutPlacement), location: TextKey.cleanValue(entry.locationInZoo),
-                imageURL: TextKey.cleanValue(entry.image).map(absoluteURL),
-                isCurrentlyAvailable: entry.isCurrentlyAvailable ?? true, mapFeatureIDs: featureIDs,
-                sources: [.animalsJSON]))
+            let taxonClass = TextKey.cleanValue(entry.className).map {
+                Taxon(czech: $0, latin: TextKey.cleanValue(entry.classLatin))
+            }
+            let order = TextKey.cleanValue(entry.order).map {
+                Taxon(czech: $0, latin: TextKey.cleanValue(entry.orderLatin))
+            }
+            animals.append(
+                Animal(
+                    id: id, name: name, latinName: TextKey.cleanValue(entry.latinName), taxonClass: taxonClass,
+                    order: order,
+                    continents: TextKey.splitList(entry.continent), range: TextKey.cleanValue(entry.continentDetail),
+                    biotopes: TextKey.splitList(entry.biotop), biotopeDetail: TextKey.cleanValue(entry.biotopDetail),
+                    foods: TextKey.splitList(entry.food), foodDetail: TextKey.cleanValue(entry.foodDetail),
+                    description: TextKey.cleanValue(entry.baseSummary), proportions: TextKey.cleanValue(entry.sizes),
+                    reproduction: TextKey.cleanValue(entry.reproduction),
+                    interestingFacts: TextKey.cleanValue(entry.interestingData),
+                    breeding: TextKey.cleanValue(entry.aboutPlacement),
+                    location: TextKey.cleanValue(entry.locationInZoo),
+                    imageURL: TextKey.cleanValue(entry.image).map(absoluteURL),
+                    isCurrentlyAvailable: entry.isCurrentlyAvailable ?? true, mapFeatureIDs: featureIDs,
+                    sources: [.animalsJSON]))
         }
         return LexiconImport(animals: animals, skipped: skipped, mapFeatures: featureOrder.map { features[$0]! })
     }
@@ -126,7 +133,9 @@ struct NestedCoordinates: Decodable {
         case list([Node])
         init(from decoder: Decoder) throws {
             let container = try decoder.singleValueContainer()
-            if let number = try? container.decode(Double.self) { self = .number(number) } else {
+            if let number = try? container.decode(Double.self) {
+                self = .number(number)
+            } else {
                 self = .list(try container.decode([Node].self))
             }
         }

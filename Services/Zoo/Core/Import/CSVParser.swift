@@ -57,7 +57,8 @@ public enum CSVParser {
         func isFieldEnd(_ position: Int) -> Bool {
             var probe = position
             while probe < end, bytes[probe] == UInt8(ascii: " ") || bytes[probe] == UInt8(ascii: "\t") { probe += 1 }
-            return probe == end || bytes[probe] == separator || bytes[probe] == lineFeed || bytes[probe] == carriageReturn
+            return probe == end || bytes[probe] == separator || bytes[probe] == lineFeed
+                || bytes[probe] == carriageReturn
         }
 
         var atFieldStart = true
@@ -76,7 +77,9 @@ public enum CSVParser {
                             if strayQuoteOpen && isFieldEnd(index) { break }
                         } else if isFieldEnd(index + 1) {
                             index += 1
-                            while index < end, bytes[index] == UInt8(ascii: " ") || bytes[index] == UInt8(ascii: "\t") { index += 1 }
+                            while index < end, bytes[index] == UInt8(ascii: " ") || bytes[index] == UInt8(ascii: "\t") {
+                                index += 1
+                            }
                             break
                         } else {
                             field.append(quote)

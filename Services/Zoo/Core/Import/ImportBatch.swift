@@ -171,10 +171,15 @@ struct ImportBatch: Sendable {
         // A file that yields nothing (a lexicon of only its header, every row skipped) would replace its part
         // of the data with nothing: the import fails instead and the old data stays.
         guard imported > 0 else {
-            let reason = skipped.isEmpty ? "it holds no records" : "none of its \(skipped.count) records could be read (first: row \(skipped[0].row), \(skipped[0].reason))"
+            let reason =
+                skipped.isEmpty
+                ? "it holds no records"
+                : "none of its \(skipped.count) records could be read (first: row \(skipped[0].row), \(skipped[0].reason))"
             throw .importFailed(source: file.name, reason: reason)
         }
-        files.append(ImportedFile(kind: file.kind, name: file.name, sizeBytes: file.content.count,
-                                  rowsImported: imported, skipped: skipped))
+        files.append(
+            ImportedFile(
+                kind: file.kind, name: file.name, sizeBytes: file.content.count,
+                rowsImported: imported, skipped: skipped))
     }
 }

@@ -16,7 +16,8 @@ enum JSONProblem {
         case .typeMismatch(let type, let context):
             return "\(place(context.codingPath)) should be \(kind(type))" + found(context.debugDescription)
         case .dataCorrupted(let context) where context.codingPath.isEmpty:
-            return syntaxProblem(data) ?? "a value does not fit its field (a fraction or too large a number where a whole number belongs?)"
+            return syntaxProblem(data)
+                ?? "a value does not fit its field (a fraction or too large a number where a whole number belongs?)"
         case .dataCorrupted(let context):
             return "\(place(context.codingPath)) cannot be read: \(context.debugDescription)"
         @unknown default:
@@ -37,7 +38,11 @@ enum JSONProblem {
         }
         var field = ""
         for key in keys {
-            if let index = key.intValue { field += "[\(index)]" } else { field += (field.isEmpty ? "" : ".") + key.stringValue }
+            if let index = key.intValue {
+                field += "[\(index)]"
+            } else {
+                field += (field.isEmpty ? "" : ".") + key.stringValue
+            }
         }
         return (entry.isEmpty ? "" : entry + ": ") + "field \(field)"
     }
@@ -56,10 +61,13 @@ enum JSONProblem {
 
     /// ", but it is a string" from Foundation's "Expected to decode Int but found a string instead."
     private static func found(_ debugDescription: String) -> String {
-        guard let start = debugDescription.range(of: "but found "), let end = debugDescription.range(of: " instead", range: start.upperBound..<debugDescription.endIndex)
+        guard let start = debugDescription.range(of: "but found "),
+            let end = debugDescription.range(of: " instead", range: start.upperBound..<debugDescription.endIndex)
         else { return "" }
-        let what = debugDescription[start.upperBound..<end.lowerBound].replacingOccurrences(of: "a dictionary", with: "an object")
-            .replacingOccurrences(of: "an array", with: "a list")
+        let what = debugDescription[start.upperBound..<end.lowerBound].replacingOccurrences(
+            of: "a dictionary", with: "an object"
+        )
+        .replacingOccurrences(of: "an array", with: "a list")
         return ", but it is \(what)"
     }
 
@@ -71,9 +79,11 @@ enum JSONProblem {
             return nil
         } catch {
             let detail = ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String) ?? ""
-            if detail.contains("end of file") { return "not valid JSON: the text ends before the JSON does (is the file cut short?)" }
+            if detail.contains("end of file") {
+                return "not valid JSON: the text ends before the JSON does (is the file cut short?)"
+            }
             guard let range = detail.range(of: "around character "),
-                  let offset = Int(detail[range.upperBound...].prefix(while: \.isNumber)), offset <= data.count
+                let offset = Int(detail[range.upperBound...].prefix(while: \.isNumber)), offset <= data.count
             else { return "not valid JSON" + (detail.isEmpty ? "" : ": \(detail)") }
             let before = data.prefix(offset)
             let line = before.count(where: { $0 == UInt8(ascii: "\n") }) + 1

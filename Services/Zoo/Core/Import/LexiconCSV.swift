@@ -76,7 +76,8 @@ public enum LexiconCSV {
         var fields = raw
         if fields.count > columns.count { fields = trimmedTrailingEmpty(fields) }
         guard fields.count == columns.count else {
-            return .failure(RowProblem(message: "expected \(columns.count) fields, found \(raw.count) (shifted columns)"))
+            return .failure(
+                RowProblem(message: "expected \(columns.count) fields, found \(raw.count) (shifted columns)"))
         }
         func value(_ column: Int) -> String? { TextKey.cleanValue(fields[column]) }
         guard let idText = value(0), let id = Int(idText), id > 0 else {
@@ -86,19 +87,21 @@ public enum LexiconCSV {
         guard let taxonClass = Taxon(combined: fields[3]), isClassName(taxonClass) else {
             return .failure(RowProblem(message: "class \"\(fields[3].prefix(60))\" is not a class"))
         }
-        return .success(Animal(
-            id: id, name: name, latinName: value(2), taxonClass: taxonClass, order: Taxon(combined: fields[4]),
-            continents: TextKey.splitList(fields[8]), range: value(9), biotopes: TextKey.splitList(fields[10]),
-            biotopeDetail: value(11), foods: TextKey.splitList(fields[12]), foodDetail: value(13),
-            description: value(5), proportions: value(14), reproduction: value(15), interestingFacts: value(16),
-            projects: value(17), breeding: value(18), location: value(19), locationURL: value(20),
-            imageURL: value(6), imageAlt: value(7), sources: [.lexiconCSV]))
+        return .success(
+            Animal(
+                id: id, name: name, latinName: value(2), taxonClass: taxonClass, order: Taxon(combined: fields[4]),
+                continents: TextKey.splitList(fields[8]), range: value(9), biotopes: TextKey.splitList(fields[10]),
+                biotopeDetail: value(11), foods: TextKey.splitList(fields[12]), foodDetail: value(13),
+                description: value(5), proportions: value(14), reproduction: value(15), interestingFacts: value(16),
+                projects: value(17), breeding: value(18), location: value(19), locationURL: value(20),
+                imageURL: value(6), imageAlt: value(7), sources: [.lexiconCSV]))
     }
 
     /// A class is written "Czech (Latin)" with a single capitalised Latin word, e.g. "Ptáci (Aves)".
     private static func isClassName(_ taxon: Taxon) -> Bool {
         guard let latin = taxon.latin, let first = latin.unicodeScalars.first,
-              first.properties.isUppercase else { return false }
+            first.properties.isUppercase
+        else { return false }
         return latin.unicodeScalars.allSatisfy { $0.isASCII && $0.properties.isAlphabetic }
             && !taxon.czech.contains(",") && taxon.czech.count <= 40
     }

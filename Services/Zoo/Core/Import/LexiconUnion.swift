@@ -22,7 +22,9 @@ public enum LexiconUnion {
             let sameID = websiteByID[row.id]
             if let (position, how) = match {
                 if let earlier = matchedBy[position] {
-                    report.conflicts.append("lexicon id \(row.id) \(describe(row)) matches website id \(website[position].id) \(describe(website[position])), already matched by lexicon id \(earlier)")
+                    report.conflicts.append(
+                        "lexicon id \(row.id) \(describe(row)) matches website id \(website[position].id) \(describe(website[position])), already matched by lexicon id \(earlier)"
+                    )
                 } else {
                     matchedBy[position] = row.id
                 }
@@ -32,7 +34,9 @@ public enum LexiconUnion {
                 }
                 fill(&merged[position], from: row)
                 if let sameID, sameID != position {
-                    report.conflicts.append("lexicon id \(row.id) \(describe(row)) is website id \(website[sameID].id) \(describe(website[sameID])) there; matched website id \(website[position].id) by \(how.rawValue)")
+                    report.conflicts.append(
+                        "lexicon id \(row.id) \(describe(row)) is website id \(website[sameID].id) \(describe(website[sameID])) there; matched website id \(website[position].id) by \(how.rawValue)"
+                    )
                 }
             } else {
                 var added = row
@@ -41,7 +45,9 @@ public enum LexiconUnion {
                 merged.append(added)
                 report.added += 1
                 if let sameID {
-                    report.conflicts.append("lexicon id \(row.id) \(describe(row)) is website id \(website[sameID].id) \(describe(website[sameID])) there; added as id \(added.id)")
+                    report.conflicts.append(
+                        "lexicon id \(row.id) \(describe(row)) is website id \(website[sameID].id) \(describe(website[sameID])) there; added as id \(added.id)"
+                    )
                 }
             }
         }
@@ -64,7 +70,9 @@ public enum LexiconUnion {
     /// source: its location, image and "currently kept" stand; the locality page and image text are taken only
     /// with the location and image they belong to.
     static func fill(_ animal: inout Animal, from row: Animal) {
-        func keep<T>(_ path: WritableKeyPath<Animal, T?>) { if animal[keyPath: path] == nil { animal[keyPath: path] = row[keyPath: path] } }
+        func keep<T>(_ path: WritableKeyPath<Animal, T?>) {
+            if animal[keyPath: path] == nil { animal[keyPath: path] = row[keyPath: path] }
+        }
         func keepList(_ path: WritableKeyPath<Animal, [String]>) {
             if animal[keyPath: path].isEmpty { animal[keyPath: path] = row[keyPath: path] }
         }
@@ -112,8 +120,10 @@ public struct LexiconMergeReport: Sendable, Equatable, Codable {
     /// In words: rows whose id is another species on the website, rows matching an entry matched already.
     public var conflicts: [String] = []
 
-    public init(websiteEntries: Int = 0, lexiconRows: Int = 0, matchedByLatinName: Int = 0, matchedByCzechName: Int = 0,
-                added: Int = 0, addedIDBase: Int = 0, conflicts: [String] = []) {
+    public init(
+        websiteEntries: Int = 0, lexiconRows: Int = 0, matchedByLatinName: Int = 0, matchedByCzechName: Int = 0,
+        added: Int = 0, addedIDBase: Int = 0, conflicts: [String] = []
+    ) {
         self.websiteEntries = websiteEntries
         self.lexiconRows = lexiconRows
         self.matchedByLatinName = matchedByLatinName
@@ -157,12 +167,17 @@ struct SpeciesIndex {
         if let latin = Self.latinKey(row.latinName) {
             let key = latin.joined(separator: " ")
             if let found = pick(byLatin[key] ?? []) { return (found, .latinName) }
-            let wider = latin.count > 2 ? byLatin[latin.prefix(2).joined(separator: " ")] : latin.count == 2 ? bySpecies[key] : nil
+            let wider =
+                latin.count > 2
+                ? byLatin[latin.prefix(2).joined(separator: " ")] : latin.count == 2 ? bySpecies[key] : nil
             if let found = pick(wider ?? []) { return (found, .latinName) }
         }
-        if let candidates = byName[name], let found = pick(candidates) ?? candidates.first(where: {
-            Self.latinKey(animals[$0].latinName) == nil
-        }) {
+        if let candidates = byName[name],
+            let found = pick(candidates)
+                ?? candidates.first(where: {
+                    Self.latinKey(animals[$0].latinName) == nil
+                })
+        {
             return (found, .czechName)
         }
         return nil
@@ -180,7 +195,11 @@ struct SpeciesIndex {
         var kept = ""
         var depth = 0
         for character in text {
-            if character == "(" { depth += 1 } else if character == ")" { depth = max(0, depth - 1) } else if depth == 0 {
+            if character == "(" {
+                depth += 1
+            } else if character == ")" {
+                depth = max(0, depth - 1)
+            } else if depth == 0 {
                 kept.append(character.isLetter ? character : " ")
             }
         }

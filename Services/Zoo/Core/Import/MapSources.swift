@@ -37,10 +37,20 @@ public struct FootpathNetwork: Sendable, Hashable, Codable {
     /// Decodes `map-metadata.json`. Road vertices missing from `nodes` are added from the road geometry;
     /// roads with fewer than two vertices are dropped. An unreadable file is `importFailed`, naming `source`.
     public static func parse(_ data: Data, source: String = "map metadata") throws(ZooError) -> FootpathNetwork {
-        struct Vertex: Decodable { var _id: Int64; var lon: Double; var lat: Double }
+        struct Vertex: Decodable {
+            var _id: Int64
+            var lon: Double
+            var lat: Double
+        }
         struct Geometry: Decodable { var coordinates: [Vertex] }
-        struct Road: Decodable { var _id: Int64; var geometry: Geometry }
-        struct File: Decodable { var nodes: [Vertex]; var roads: [Road] }
+        struct Road: Decodable {
+            var _id: Int64
+            var geometry: Geometry
+        }
+        struct File: Decodable {
+            var nodes: [Vertex]
+            var roads: [Road]
+        }
         let file: File
         do { file = try JSONDecoder().decode(File.self, from: data) } catch {
             throw .importFailed(source: source, reason: JSONProblem.describe(error, in: data))
@@ -121,9 +131,13 @@ public enum AdoptionCSV {
 
     /// Parses the list; rows without a Czech name or with a wrong field count are skipped and reported. A file
     /// that is not the list is `importFailed`, naming `source`.
-    public static func parse(_ text: String, source: String = "adoption CSV") throws(ZooError) -> (adoptions: [Adoption], skipped: [SkippedRow]) {
+    public static func parse(_ text: String, source: String = "adoption CSV") throws(ZooError) -> (
+        adoptions: [Adoption], skipped: [SkippedRow]
+    ) {
         var records = CSVParser.parse(text)
-        guard let header = records.first?.fields.map(TextKey.collapseWhitespace), header.prefix(columns.count).elementsEqual(columns) else {
+        guard let header = records.first?.fields.map(TextKey.collapseWhitespace),
+            header.prefix(columns.count).elementsEqual(columns)
+        else {
             throw .importFailed(source: source, reason: "unexpected header")
         }
         records.removeFirst()
@@ -132,16 +146,22 @@ public enum AdoptionCSV {
         for (offset, record) in records.enumerated() {
             let fields = record.fields
             guard fields.count >= columns.count else {
-                skipped.append(SkippedRow(row: offset + 1, line: record.line, reason: "expected \(columns.count) fields, found \(fields.count)"))
+                skipped.append(
+                    SkippedRow(
+                        row: offset + 1, line: record.line,
+                        reason: "expected \(columns.count) fields, found \(fields.count)"))
                 continue
             }
             guard let name = TextKey.cleanValue(fields[1]) else {
                 skipped.append(SkippedRow(row: offset + 1, line: record.line, reason: "missing Czech name"))
                 continue
             }
-            adoptions.append(Adoption(
-                czechName: name, englishName: TextKey.cleanValue(fields[2]), className: TextKey.cleanValue(fields[3]),
-                priceCZK: TextKey.cleanValue(fields[4]).flatMap { Int($0) }, visitable: TextKey.cleanValue(fields[5]) != "0"))
+            adoptions.append(
+                Adoption(
+                    czechName: name, englishName: TextKey.cleanValue(fields[2]),
+                    className: TextKey.cleanValue(fields[3]),
+                    priceCZK: TextKey.cleanValue(fields[4]).flatMap { Int($0) },
+                    visitable: TextKey.cleanValue(fields[5]) != "0"))
         }
         return (adoptions, skipped)
     }
@@ -163,7 +183,9 @@ public struct MapJoinTables: Sendable, Hashable, Codable {
     public static func parsePavilionFixes(_ text: String) -> [Int64: String] {
         var fixes: [Int64: String] = [:]
         for record in CSVParser.parse(text).dropFirst() where record.fields.count >= 2 {
-            if let id = TextKey.cleanValue(record.fields[0]).flatMap({ Int64($0) }), let name = TextKey.cleanValue(record.fields[1]) {
+            if let id = TextKey.cleanValue(record.fields[0]).flatMap({ Int64($0) }),
+                let name = TextKey.cleanValue(record.fields[1])
+            {
                 fixes[id] = name
             }
         }

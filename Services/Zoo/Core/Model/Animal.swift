@@ -25,7 +25,8 @@ public struct Taxon: Sendable, Hashable, Codable {
         guard let value = TextKey.cleanValue(raw) else { return nil }
         if value.hasSuffix(")"), let open = value.lastIndex(of: "(") {
             let czech = TextKey.collapseWhitespace(String(value[..<open]))
-            let latin = TextKey.collapseWhitespace(String(value[value.index(after: open)..<value.index(before: value.endIndex)]))
+            let latin = TextKey.collapseWhitespace(
+                String(value[value.index(after: open)..<value.index(before: value.endIndex)]))
             if !czech.isEmpty && !latin.isEmpty {
                 self.init(czech: czech, latin: latin)
                 return
@@ -69,8 +70,10 @@ public struct MapFeature: Sendable, Hashable, Codable {
     /// Czech names of the animals the source explicitly placed at this feature.
     public var animalNames: [String]
 
-    public init(id: Int64, name: String, isAnimalPen: Bool, isBuilding: Bool, singularNames: [String]?,
-                outline: [GeoPoint], animalNames: [String]) {
+    public init(
+        id: Int64, name: String, isAnimalPen: Bool, isBuilding: Bool, singularNames: [String]?,
+        outline: [GeoPoint], animalNames: [String]
+    ) {
         self.id = id
         self.name = name
         self.isAnimalPen = isAnimalPen
@@ -132,14 +135,17 @@ public struct Animal: Sendable, Hashable, Codable, Identifiable {
     /// The files its record came from: the lexicon CSV, animals.json, or both (the same id in each).
     public var sources: [ZooFileKind]
 
-    public init(id: Int, name: String, otherNames: [String] = [], latinName: String? = nil, englishName: String? = nil, taxonClass: Taxon? = nil,
-                order: Taxon? = nil, continents: [String] = [], range: String? = nil, biotopes: [String] = [],
-                biotopeDetail: String? = nil, foods: [String] = [], foodDetail: String? = nil,
-                description: String? = nil, proportions: String? = nil, reproduction: String? = nil,
-                interestingFacts: String? = nil, projects: String? = nil, breeding: String? = nil,
-                location: String? = nil, locationURL: String? = nil, imageURL: String? = nil, imageAlt: String? = nil,
-                isCurrentlyAvailable: Bool = true, adoption: Adoption? = nil, mapFeatureIDs: [Int64] = [],
-                sources: [ZooFileKind] = []) {
+    public init(
+        id: Int, name: String, otherNames: [String] = [], latinName: String? = nil, englishName: String? = nil,
+        taxonClass: Taxon? = nil,
+        order: Taxon? = nil, continents: [String] = [], range: String? = nil, biotopes: [String] = [],
+        biotopeDetail: String? = nil, foods: [String] = [], foodDetail: String? = nil,
+        description: String? = nil, proportions: String? = nil, reproduction: String? = nil,
+        interestingFacts: String? = nil, projects: String? = nil, breeding: String? = nil,
+        location: String? = nil, locationURL: String? = nil, imageURL: String? = nil, imageAlt: String? = nil,
+        isCurrentlyAvailable: Bool = true, adoption: Adoption? = nil, mapFeatureIDs: [Int64] = [],
+        sources: [ZooFileKind] = []
+    ) {
         self.id = id
         self.name = name
         self.otherNames = otherNames

@@ -13,12 +13,15 @@ public enum ZooSchema {
         // Which lexicon files each animal came from ("lexicon_csv,animals_json"); NULL for rows from before.
         Migration(2, "animal sources") { db in try db.execute("ALTER TABLE animals ADD COLUMN sources TEXT") },
         // The import's LexiconMergeReport as JSON; NULL unless it merged a lexicon CSV into animals.json.
-        Migration(3, "lexicon merge report") { db in try db.execute("ALTER TABLE imports ADD COLUMN lexicon_merge TEXT") },
+        Migration(3, "lexicon merge report") { db in try db.execute("ALTER TABLE imports ADD COLUMN lexicon_merge TEXT")
+        },
         // Animal.otherNames, one a line; NULL for none.
         Migration(4, "animal other names") { db in try db.execute("ALTER TABLE animals ADD COLUMN other_names TEXT") },
         // Whether the source gave a location's singular names at all (1) or left them out (0), so `null` stays apart
         // from `[]`; NULL for locations imported before: given when there are some.
-        Migration(5, "singular names given") { db in try db.execute("ALTER TABLE map_locations ADD COLUMN singular_names_given INTEGER") },
+        Migration(5, "singular names given") { db in
+            try db.execute("ALTER TABLE map_locations ADD COLUMN singular_names_given INTEGER")
+        },
     ]
 
     private static let version1 = """

@@ -31,11 +31,14 @@ enum ZooTables {
             INSERT INTO imports (source, trigger, scheduled_for, started_at, finished_at, succeeded, error)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """,
-            [source, trigger.rawValue, scheduledFor?.timeIntervalSince1970, startedAt.timeIntervalSince1970,
-             finishedAt.timeIntervalSince1970, error == nil, error])
+            [
+                source, trigger.rawValue, scheduledFor?.timeIntervalSince1970, startedAt.timeIntervalSince1970,
+                finishedAt.timeIntervalSince1970, error == nil, error,
+            ])
         let id = db.lastInsertRowID
         let insertFile = try db.prepare(
-            "INSERT INTO import_files (import_id, position, kind, name, size_bytes, rows_imported) VALUES (?, ?, ?, ?, ?, ?)")
+            "INSERT INTO import_files (import_id, position, kind, name, size_bytes, rows_imported) VALUES (?, ?, ?, ?, ?, ?)"
+        )
         let insertSkipped = try db.prepare(
             """
             INSERT INTO import_skipped_rows (import_id, file_position, position, row, line, reason)
@@ -55,7 +58,9 @@ enum ZooTables {
 
     static func metadata(_ db: Connection) throws -> ZooMetadata {
         func record(_ condition: String) throws -> ImportRecord? {
-            guard let row = try db.queryOne("SELECT * FROM imports \(condition) ORDER BY id DESC LIMIT 1") else { return nil }
+            guard let row = try db.queryOne("SELECT * FROM imports \(condition) ORDER BY id DESC LIMIT 1") else {
+                return nil
+            }
             return try importRecord(row, db)
         }
         func count(_ table: String, _ condition: String = "") throws -> Int {
@@ -92,9 +97,11 @@ enum ZooTables {
                 "SELECT row, line, reason FROM import_skipped_rows WHERE import_id = ? AND file_position = ? ORDER BY position",
                 [id, try file.value("position", as: Int.self)]
             ).map { SkippedRow(row: $0.int(0) ?? 0, line: $0.int(1) ?? 0, reason: $0.string(2) ?? "") }
-            files.append(ImportedFile(
-                kind: ZooFileKind(rawValue: try file.value("kind")) ?? .lexiconCSV, name: try file.value("name"),
-                sizeBytes: try file.value("size_bytes"), rowsImported: try file.value("rows_imported"), skipped: skipped))
+            files.append(
+                ImportedFile(
+                    kind: ZooFileKind(rawValue: try file.value("kind")) ?? .lexiconCSV, name: try file.value("name"),
+                    sizeBytes: try file.value("size_bytes"), rowsImported: try file.value("rows_imported"),
+                    skipped: skipped))
         }
         return ImportRecord(
             id: id, source: try row.value("source"),
@@ -151,9 +158,12 @@ enum ZooTables {
             layers.append((ZooFileKind.adoptions.rawValue, .adoptions))
             try db.execute("DELETE FROM adoptions")
             let insert = try db.prepare(
-                "INSERT INTO adoptions (czech_name, english_name, class_name, price_czk, visitable) VALUES (?, ?, ?, ?, ?)")
+                "INSERT INTO adoptions (czech_name, english_name, class_name, price_czk, visitable) VALUES (?, ?, ?, ?, ?)"
+            )
             for adoption in adoptions {
-                try insert.execute([adoption.czechName, adoption.englishName, adoption.className, adoption.priceCZK, adoption.visitable])
+                try insert.execute([
+                    adoption.czechName, adoption.englishName, adoption.className, adoption.priceCZK, adoption.visitable,
+                ])
             }
         }
         if let names = batch.pavilionNames {
@@ -178,19 +188,33 @@ enum ZooTables {
         for (layer, kind) in layers { try record.execute([layer, kind.rawValue, importID]) }
     }
 
-    private static func replaceMapLocations(_ features: [MapFeature], availability: [String: Bool], _ db: Connection) throws {
+    private static func replaceMapLocations(_ features: [MapFeature], availability: [String: Bool], _ db: Connection)
+        throws
+    {
         try db.execute("DELETE FROM map_locations")
         try db.execute("DELETE FROM availability")
         let location = try db.prepare(
-            "INSERT INTO map_locations (id, name, is_animal_pen, is_building, singular_names_given) VALUES (?, ?, ?, ?, ?)")
-        let point = try db.prepare("INSERT INTO map_location_points (location_id, position, lat, lon) VALUES (?, ?, ?, ?)")
-        let singular = try db.prepare("INSERT INTO map_location_singulars (location_id, position, name) VALUES (?, ?, ?)")
-        let animal = try db.prepare("INSERT INTO map_location_animals (location_id, position, animal_name) VALUES (?, ?, ?)")
+            "INSERT INTO map_locations (id, name, is_animal_pen, is_building, singular_names_given) VALUES (?, ?, ?, ?, ?)"
+        )
+        let point = try db.prepare(
+            "INSERT INTO map_location_points (location_id, position, lat, lon) VALUES (?, ?, ?, ?)")
+        let singular = try db.prepare(
+            "INSERT INTO map_location_singulars (location_id, position, name) VALUES (?, ?, ?)")
+        let animal = try db.prepare(
+            "INSERT INTO map_location_animals (location_id, position, animal_name) VALUES (?, ?, ?)")
         for feature in features {
-            try location.execute([feature.id, feature.name, feature.isAnimalPen, feature.isBuilding, feature.singularNames != nil])
-            for (position, vertex) in feature.outline.enumerated() { try point.execute([feature.id, position, vertex.lat, vertex.lon]) }
-            for (position, name) in (feature.singularNames ?? []).enumerated() { try singular.execute([feature.id, position, name]) }
-            for (position, name) in feature.animalNames.enumerated() { try animal.execute([feature.id, position, name]) }
+            try location.execute([
+                feature.id, feature.name, feature.isAnimalPen, feature.isBuilding, feature.singularNames != nil,
+            ])
+            for (position, vertex) in feature.outline.enumerated() {
+                try point.execute([feature.id, position, vertex.lat, vertex.lon])
+            }
+            for (position, name) in (feature.singularNames ?? []).enumerated() {
+                try singular.execute([feature.id, position, name])
+            }
+            for (position, name) in feature.animalNames.enumerated() {
+                try animal.execute([feature.id, position, name])
+            }
         }
         let available = try db.prepare("INSERT INTO availability (name_key, available) VALUES (?, ?)")
         for (name, flag) in availability.sorted(by: { $0.key < $1.key }) { try available.execute([name, flag]) }
@@ -215,7 +239,8 @@ enum ZooTables {
         let listInserts = try lists.map { table, column, _, _ in
             try db.prepare("INSERT INTO \(table) (animal_id, position, \(column)) VALUES (?, ?, ?)")
         }
-        let link = try db.prepare("INSERT INTO animal_map_locations (animal_id, position, location_id) VALUES (?, ?, ?)")
+        let link = try db.prepare(
+            "INSERT INTO animal_map_locations (animal_id, position, location_id) VALUES (?, ?, ?)")
         for animal in animals {
             try insert.execute([
                 animal.id, animal.name, animal.latinName, animal.englishName,
@@ -224,7 +249,8 @@ enum ZooTables {
                 try animal.location.map { try lookups.name($0, in: "zoo_houses", db) },
                 animal.range, animal.biotopeDetail, animal.foodDetail, animal.description, animal.proportions,
                 animal.reproduction, animal.interestingFacts, animal.projects, animal.breeding, animal.locationURL,
-                animal.imageURL, animal.imageAlt, animal.sources.contains(.animalsJSON) ? animal.isCurrentlyAvailable : nil,
+                animal.imageURL, animal.imageAlt,
+                animal.sources.contains(.animalsJSON) ? animal.isCurrentlyAvailable : nil,
                 animal.sources.map(\.rawValue).joined(separator: ","),
                 animal.otherNames.isEmpty ? nil : animal.otherNames.joined(separator: "\n"),
             ])
@@ -233,7 +259,9 @@ enum ZooTables {
                     try listInsert.execute([animal.id, position, try lookups.name(value, in: lookupTable, db)])
                 }
             }
-            for (position, location) in animal.mapFeatureIDs.enumerated() { try link.execute([animal.id, position, location]) }
+            for (position, location) in animal.mapFeatureIDs.enumerated() {
+                try link.execute([animal.id, position, location])
+            }
         }
     }
 
@@ -289,9 +317,12 @@ enum ZooTables {
     static func loadDataSet(_ db: Connection) throws -> ZooDataSet {
         ZooDataSet(
             lexicon: LexiconImport(animals: try animals(db), skipped: [], mapFeatures: try mapFeatures(db)),
-            adoptions: try db.query("SELECT czech_name, english_name, class_name, price_czk, visitable FROM adoptions ORDER BY id").map {
-                Adoption(czechName: $0.string(0) ?? "", englishName: $0.string(1), className: $0.string(2),
-                         priceCZK: $0.int(3), visitable: $0.bool(4) ?? true)
+            adoptions: try db.query(
+                "SELECT czech_name, english_name, class_name, price_czk, visitable FROM adoptions ORDER BY id"
+            ).map {
+                Adoption(
+                    czechName: $0.string(0) ?? "", englishName: $0.string(1), className: $0.string(2),
+                    priceCZK: $0.int(3), visitable: $0.bool(4) ?? true)
             },
             network: try network(db), bounds: try bounds(db),
             joins: MapJoinTables(pavilionNames: try pavilionNames(db), singulars: try singulars(db)))
@@ -301,13 +332,15 @@ enum ZooTables {
         func taxa(_ table: String) throws -> [Int64: Taxon] {
             var result: [Int64: Taxon] = [:]
             for row in try db.query("SELECT id, czech, latin FROM \(table)") {
-                result[row.int64(0) ?? 0] = Taxon(czech: row.string(1) ?? "", latin: row.string(2).flatMap { $0.isEmpty ? nil : $0 })
+                result[row.int64(0) ?? 0] = Taxon(
+                    czech: row.string(1) ?? "", latin: row.string(2).flatMap { $0.isEmpty ? nil : $0 })
             }
             return result
         }
         func names(_ table: String) throws -> [Int64: String] {
-            Dictionary(try db.query("SELECT id, name FROM \(table)").map { ($0.int64(0) ?? 0, $0.string(1) ?? "") },
-                       uniquingKeysWith: { first, _ in first })
+            Dictionary(
+                try db.query("SELECT id, name FROM \(table)").map { ($0.int64(0) ?? 0, $0.string(1) ?? "") },
+                uniquingKeysWith: { first, _ in first })
         }
         func lists(_ table: String, _ column: String, _ values: [Int64: String]) throws -> [Int: [String]] {
             var result: [Int: [String]] = [:]
@@ -321,7 +354,8 @@ enum ZooTables {
         let biotopes = try lists("animal_biotopes", "biotope_id", names("biotopes"))
         let foods = try lists("animal_foods", "food_id", names("foods"))
         var links: [Int: [Int64]] = [:]
-        for row in try db.query("SELECT animal_id, location_id FROM animal_map_locations ORDER BY animal_id, position") {
+        for row in try db.query("SELECT animal_id, location_id FROM animal_map_locations ORDER BY animal_id, position")
+        {
             links[row.int(0) ?? 0, default: []].append(row.int64(1) ?? 0)
         }
         let availability = try availabilityList(db)
@@ -329,11 +363,14 @@ enum ZooTables {
             let id: Int = try row.value("id")
             let name: String = try row.value("name")
             return Animal(
-                id: id, name: name, otherNames: (row.string("other_names") ?? "").split(separator: "\n").map(String.init),
+                id: id, name: name,
+                otherNames: (row.string("other_names") ?? "").split(separator: "\n").map(String.init),
                 latinName: row.string("latin_name"), englishName: row.string("english_name"),
-                taxonClass: row.int64("class_id").flatMap { classes[$0] }, order: row.int64("order_id").flatMap { orders[$0] },
+                taxonClass: row.int64("class_id").flatMap { classes[$0] },
+                order: row.int64("order_id").flatMap { orders[$0] },
                 continents: continents[id] ?? [], range: row.string("range"), biotopes: biotopes[id] ?? [],
-                biotopeDetail: row.string("biotope_detail"), foods: foods[id] ?? [], foodDetail: row.string("food_detail"),
+                biotopeDetail: row.string("biotope_detail"), foods: foods[id] ?? [],
+                foodDetail: row.string("food_detail"),
                 description: row.string("description"), proportions: row.string("proportions"),
                 reproduction: row.string("reproduction"), interestingFacts: row.string("interesting_facts"),
                 projects: row.string("projects"), breeding: row.string("breeding"),
@@ -341,13 +378,18 @@ enum ZooTables {
                 imageURL: row.string("image_url"), imageAlt: row.string("image_alt"),
                 isCurrentlyAvailable: row.bool("is_currently_available") ?? availability[TextKey.nameKey(name)] ?? true,
                 mapFeatureIDs: links[id] ?? [],
-                sources: (row.string("sources") ?? "").split(separator: ",").compactMap { ZooFileKind(rawValue: String($0)) })
+                sources: (row.string("sources") ?? "").split(separator: ",").compactMap {
+                    ZooFileKind(rawValue: String($0))
+                })
         }
     }
 
     private static func availabilityList(_ db: Connection) throws -> [String: Bool] {
-        Dictionary(try db.query("SELECT name_key, available FROM availability").map { ($0.string(0) ?? "", $0.bool(1) ?? true) },
-                   uniquingKeysWith: { first, _ in first })
+        Dictionary(
+            try db.query("SELECT name_key, available FROM availability").map {
+                ($0.string(0) ?? "", $0.bool(1) ?? true)
+            },
+            uniquingKeysWith: { first, _ in first })
     }
 
     /// Ids of the animals currently kept, resolving a CSV lexicon's availability through the availability list.
@@ -365,21 +407,30 @@ enum ZooTables {
             for row in try db.query(sql) { result[row.int64(0) ?? 0, default: []].append(value(row)) }
             return result
         }
-        let outlines = try grouped("SELECT location_id, lat, lon FROM map_location_points ORDER BY location_id, position") {
+        let outlines = try grouped(
+            "SELECT location_id, lat, lon FROM map_location_points ORDER BY location_id, position"
+        ) {
             GeoPoint(lat: $0.double(1) ?? .nan, lon: $0.double(2) ?? .nan)
         }
-        let singulars = try grouped("SELECT location_id, name FROM map_location_singulars ORDER BY location_id, position") {
+        let singulars = try grouped(
+            "SELECT location_id, name FROM map_location_singulars ORDER BY location_id, position"
+        ) {
             $0.string(1) ?? ""
         }
-        let animals = try grouped("SELECT location_id, animal_name FROM map_location_animals ORDER BY location_id, position") {
+        let animals = try grouped(
+            "SELECT location_id, animal_name FROM map_location_animals ORDER BY location_id, position"
+        ) {
             $0.string(1) ?? ""
         }
-        return try db.query("SELECT id, name, is_animal_pen, is_building, singular_names_given FROM map_locations ORDER BY id").map { row in
+        return try db.query(
+            "SELECT id, name, is_animal_pen, is_building, singular_names_given FROM map_locations ORDER BY id"
+        ).map { row in
             let id = row.int64(0) ?? 0
             let given = row.bool(4) ?? (singulars[id] != nil)
             return MapFeature(
                 id: id, name: row.string(1) ?? "", isAnimalPen: row.bool(2) ?? false, isBuilding: row.bool(3) ?? false,
-                singularNames: given ? singulars[id] ?? [] : nil, outline: outlines[id] ?? [], animalNames: animals[id] ?? [])
+                singularNames: given ? singulars[id] ?? [] : nil, outline: outlines[id] ?? [],
+                animalNames: animals[id] ?? [])
         }
     }
 
@@ -408,13 +459,17 @@ enum ZooTables {
 
     private static func bounds(_ db: Connection) throws -> MapBounds? {
         try db.queryOne("SELECT north, east, south, west FROM map_bounds").map {
-            MapBounds(north: $0.double(0) ?? 0, east: $0.double(1) ?? 0, south: $0.double(2) ?? 0, west: $0.double(3) ?? 0)
+            MapBounds(
+                north: $0.double(0) ?? 0, east: $0.double(1) ?? 0, south: $0.double(2) ?? 0, west: $0.double(3) ?? 0)
         }
     }
 
     private static func pavilionNames(_ db: Connection) throws -> [Int64: String] {
-        Dictionary(try db.query("SELECT location_id, name FROM pavilion_name_fixes").map { ($0.int64(0) ?? 0, $0.string(1) ?? "") },
-                   uniquingKeysWith: { first, _ in first })
+        Dictionary(
+            try db.query("SELECT location_id, name FROM pavilion_name_fixes").map {
+                ($0.int64(0) ?? 0, $0.string(1) ?? "")
+            },
+            uniquingKeysWith: { first, _ in first })
     }
 
     private static func singulars(_ db: Connection) throws -> [String: [String]] {

@@ -27,7 +27,9 @@ public struct CronSchedule: Sendable, Equatable, CustomStringConvertible {
         "@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
         "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *",
     ]
-    private static let monthNames = ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"]
+    private static let monthNames = [
+        "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC",
+    ]
     private static let dayNames = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"]
 
     public init(_ expression: String) throws(ParseError) {
@@ -35,14 +37,18 @@ public struct CronSchedule: Sendable, Equatable, CustomStringConvertible {
         let expanded = Self.macros[trimmed.lowercased()] ?? trimmed
         let fields = expanded.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
         guard fields.count == 5 else {
-            throw ParseError(description: "\"\(expression)\" is not a cron expression: it needs 5 fields (minute hour day-of-month month day-of-week), it has \(fields.count)")
+            throw ParseError(
+                description:
+                    "\"\(expression)\" is not a cron expression: it needs 5 fields (minute hour day-of-month month day-of-week), it has \(fields.count)"
+            )
         }
         description = trimmed
         minutes = try Self.field(fields[0], name: "minute", range: 0...59, names: [])
         hours = try Self.field(fields[1], name: "hour", range: 0...23, names: [])
         daysOfMonth = try Self.field(fields[2], name: "day of month", range: 1...31, names: [])
         months = try Self.field(fields[3], name: "month", range: 1...12, names: Self.monthNames, firstNameValue: 1)
-        daysOfWeek = Set(try Self.field(fields[4], name: "day of week", range: 0...7, names: Self.dayNames).map { $0 % 7 })
+        daysOfWeek = Set(
+            try Self.field(fields[4], name: "day of week", range: 0...7, names: Self.dayNames).map { $0 % 7 })
         dayOfMonthIsStar = fields[2].hasPrefix("*")
         dayOfWeekIsStar = fields[4].hasPrefix("*")
         let possibleDay = months.contains { month in daysOfMonth.contains { $0 <= Self.longestMonth[month - 1] } }
@@ -98,7 +104,9 @@ public struct CronSchedule: Sendable, Equatable, CustomStringConvertible {
         var values = Set<Int>()
         for item in text.split(separator: ",", omittingEmptySubsequences: false) {
             let parts = item.split(separator: "/", omittingEmptySubsequences: false)
-            guard parts.count <= 2, !parts[0].isEmpty else { throw ParseError(description: "\(name) field \"\(text)\" is malformed") }
+            guard parts.count <= 2, !parts[0].isEmpty else {
+                throw ParseError(description: "\(name) field \"\(text)\" is malformed")
+            }
             var step = 1
             if parts.count == 2 {
                 guard let parsed = Int(parts[1]), parsed > 0 else {

@@ -31,7 +31,9 @@ public enum RefreshSource: Sendable, Equatable, CustomStringConvertible {
                 throw .invalidArgument("refresh source \"\(spec)\" is not a valid URL")
             }
             guard let kind = kind ?? ZooFileKind(fileName: url.lastPathComponent) else {
-                throw .invalidArgument("cannot tell what \(location) holds from its name; write KIND=\(location) with KIND one of \(Self.kindNames)")
+                throw .invalidArgument(
+                    "cannot tell what \(location) holds from its name; write KIND=\(location) with KIND one of \(Self.kindNames)"
+                )
             }
             self = .url(kind, url)
             return
@@ -46,7 +48,9 @@ public enum RefreshSource: Sendable, Equatable, CustomStringConvertible {
             return
         }
         guard let kind = kind ?? ZooFileKind(fileName: URL(fileURLWithPath: location).lastPathComponent) else {
-            throw .invalidArgument("cannot tell what \(location) holds from its name; write KIND=\(location) with KIND one of \(Self.kindNames)")
+            throw .invalidArgument(
+                "cannot tell what \(location) holds from its name; write KIND=\(location) with KIND one of \(Self.kindNames)"
+            )
         }
         self = .file(kind, path: location)
     }
@@ -67,7 +71,9 @@ public enum RefreshSource: Sendable, Equatable, CustomStringConvertible {
         case .file(let kind, let path):
             let url = URL(fileURLWithPath: path)
             let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-            guard size <= Self.maxSize else { throw ZooError.importFailed(source: path, reason: "larger than \(Self.maxSize) bytes") }
+            guard size <= Self.maxSize else {
+                throw ZooError.importFailed(source: path, reason: "larger than \(Self.maxSize) bytes")
+            }
             do {
                 return [ZooSourceFile(kind: kind, name: path, content: try Data(contentsOf: url))]
             } catch {
@@ -89,8 +95,9 @@ public enum RefreshSource: Sendable, Equatable, CustomStringConvertible {
                 if let data, let response {
                     continuation.resume(returning: (data, response))
                 } else {
-                    continuation.resume(throwing: ZooError.importFailed(
-                        source: url.absoluteString, reason: error?.localizedDescription ?? "no response"))
+                    continuation.resume(
+                        throwing: ZooError.importFailed(
+                            source: url.absoluteString, reason: error?.localizedDescription ?? "no response"))
                 }
             }.resume()
         }
@@ -98,7 +105,9 @@ public enum RefreshSource: Sendable, Equatable, CustomStringConvertible {
             let status = (response as? HTTPURLResponse)?.statusCode ?? 0
             throw ZooError.importFailed(source: url.absoluteString, reason: "the server answered HTTP \(status)")
         }
-        guard data.count <= maxSize else { throw ZooError.importFailed(source: url.absoluteString, reason: "larger than \(maxSize) bytes") }
+        guard data.count <= maxSize else {
+            throw ZooError.importFailed(source: url.absoluteString, reason: "larger than \(maxSize) bytes")
+        }
         return data
     }
 }

@@ -12,7 +12,10 @@ public final class ZooRefresher: BackgroundService {
     private let library: ZooLibrary
     private let logger: Logger
 
-    public init(library: ZooLibrary, sources: [RefreshSource], scheduler: RefreshScheduler, logger: Logger = Logger(label: "zoo")) {
+    public init(
+        library: ZooLibrary, sources: [RefreshSource], scheduler: RefreshScheduler,
+        logger: Logger = Logger(label: "zoo")
+    ) {
         self.library = library
         self.sources = sources
         self.scheduler = scheduler
@@ -31,7 +34,8 @@ public final class ZooRefresher: BackgroundService {
         do {
             for item in sources { files += try await item.fetch() }
         } catch {
-            library.recordFailedImport(source: source, trigger: .schedule, scheduledFor: scheduledFor, startedAt: started, error: error)
+            library.recordFailedImport(
+                source: source, trigger: .schedule, scheduledFor: scheduledFor, startedAt: started, error: error)
             throw error
         }
         return try library.importFiles(files, source: source, trigger: .schedule, scheduledFor: scheduledFor)
@@ -40,11 +44,13 @@ public final class ZooRefresher: BackgroundService {
     /// Refreshes at every firing of the schedule until the task is cancelled; failures are logged. (A
     /// schedule that fires no more within 30 years ends it, which stops the service: `BackgroundService`.)
     public func run() async {
-        logger.info("refreshing on \"\(scheduler.schedule)\" from \(sources.map(\.description).joined(separator: ", "))")
+        logger.info(
+            "refreshing on \"\(scheduler.schedule)\" from \(sources.map(\.description).joined(separator: ", "))")
         await scheduler.run { firing in
             do {
                 if let record = try await self.refresh(scheduledFor: firing) {
-                    self.logger.info("scheduled refresh imported \(record.rowsImported) records, skipped \(record.rowsSkipped)")
+                    self.logger.info(
+                        "scheduled refresh imported \(record.rowsImported) records, skipped \(record.rowsSkipped)")
                 } else {
                     self.logger.info("scheduled refresh of \(firing) was done by another replica")
                 }

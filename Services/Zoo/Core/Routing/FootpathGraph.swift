@@ -62,8 +62,10 @@ public struct FootpathGraph: Sendable {
             for id in road.nodeIDs {
                 guard let index = indexByID[id], index != path.last else { continue }
                 if let previous = path.last {
-                    segments.append(Segment(from: previous, to: index, roadID: road.id,
-                                            length: Geo.haversine(positions[Int(previous)], positions[Int(index)])))
+                    segments.append(
+                        Segment(
+                            from: previous, to: index, roadID: road.id,
+                            length: Geo.haversine(positions[Int(previous)], positions[Int(index)])))
                 }
                 path.append(index)
             }
@@ -88,8 +90,9 @@ public struct FootpathGraph: Sendable {
             }
         }
         let latitudes = positions.map(\.lat), longitudes = positions.map(\.lon)
-        let origin = GeoPoint(lat: ((latitudes.min() ?? 0) + (latitudes.max() ?? 0)) / 2,
-                              lon: ((longitudes.min() ?? 0) + (longitudes.max() ?? 0)) / 2)
+        let origin = GeoPoint(
+            lat: ((latitudes.min() ?? 0) + (latitudes.max() ?? 0)) / 2,
+            lon: ((longitudes.min() ?? 0) + (longitudes.max() ?? 0)) / 2)
         let projection = LocalProjection(origin: origin)
         let planar = positions.map(projection.project)
         self.nodeIDs = ids
@@ -131,15 +134,20 @@ public struct FootpathGraph: Sendable {
     /// given; `nil` when there is none.
     public func snap(_ point: GeoPoint, within components: Set<Int32>? = nil) -> Snap? {
         let xy = projection.project(point)
-        guard let (segment, fraction, distance) = grid.nearest(to: xy, segmentEnds: { index in
-            (planar[Int(segments[index].from)], planar[Int(segments[index].to)])
-        }, accept: { index in components?.contains(self.components[Int(segments[index].from)]) ?? true }) else { return nil }
+        guard
+            let (segment, fraction, distance) = grid.nearest(
+                to: xy,
+                segmentEnds: { index in
+                    (planar[Int(segments[index].from)], planar[Int(segments[index].to)])
+                }, accept: { index in components?.contains(self.components[Int(segments[index].from)]) ?? true })
+        else { return nil }
         let ends = segments[segment]
         let foot = planar[Int(ends.from)] + (planar[Int(ends.to)] - planar[Int(ends.from)]) * fraction
         let footPoint = projection.unproject(foot)
-        return Snap(segment: segment, fraction: fraction, point: footPoint, offset: distance,
-                    alongFromStart: Geo.haversine(positions[Int(ends.from)], footPoint),
-                    alongToEnd: Geo.haversine(footPoint, positions[Int(ends.to)]))
+        return Snap(
+            segment: segment, fraction: fraction, point: footPoint, offset: distance,
+            alongFromStart: Geo.haversine(positions[Int(ends.from)], footPoint),
+            alongToEnd: Geo.haversine(footPoint, positions[Int(ends.to)]))
     }
 }
 
@@ -159,7 +167,10 @@ struct SegmentGrid: Sendable {
             low = pointwiseMin(low, pointwiseMin(a, b))
             high = pointwiseMax(high, pointwiseMax(a, b))
         }
-        if segments.isEmpty { low = .zero; high = .zero }
+        if segments.isEmpty {
+            low = .zero
+            high = .zero
+        }
         minimum = low
         columns = Int((high.x - low.x) / cellSize) + 1
         rows = Int((high.y - low.y) / cellSize) + 1
@@ -181,8 +192,10 @@ struct SegmentGrid: Sendable {
     }
 
     /// The nearest segment to `point`: its index, the foot's fraction along it and the distance.
-    func nearest(to point: SIMD2<Double>, segmentEnds: (Int) -> (SIMD2<Double>, SIMD2<Double>),
-                 accept: (Int) -> Bool = { _ in true }) -> (Int, Double, Double)? {
+    func nearest(
+        to point: SIMD2<Double>, segmentEnds: (Int) -> (SIMD2<Double>, SIMD2<Double>),
+        accept: (Int) -> Bool = { _ in true }
+    ) -> (Int, Double, Double)? {
         guard cellItems.count > 0 else { return nil }
         let column = Int(((point.x - minimum.x) / cellSize).rounded(.down))
         let row = Int(((point.y - minimum.y) / cellSize).rounded(.down))
@@ -218,7 +231,9 @@ struct SegmentGrid: Sendable {
     }
 
     /// The perpendicular foot of `point` on segment a–b, clamped to the segment.
-    static func foot(of point: SIMD2<Double>, on a: SIMD2<Double>, _ b: SIMD2<Double>) -> (fraction: Double, distance: Double) {
+    static func foot(of point: SIMD2<Double>, on a: SIMD2<Double>, _ b: SIMD2<Double>) -> (
+        fraction: Double, distance: Double
+    ) {
         let direction = b - a
         let lengthSquared = (direction * direction).sum()
         let fraction = lengthSquared == 0 ? 0 : min(1, max(0, ((point - a) * direction).sum() / lengthSquared))

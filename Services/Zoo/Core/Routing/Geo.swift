@@ -4,7 +4,9 @@ import Foundation
 public enum Geo {
     /// A point for a message, to 5 decimals (about a metre): "(50.115, 14.4038)".
     public static func describe(_ point: GeoPoint) -> String {
-        func rounded(_ value: Double) -> String { String(format: "%.5f", value).replacingOccurrences(of: #"\.?0+$"#, with: "", options: .regularExpression) }
+        func rounded(_ value: Double) -> String {
+            String(format: "%.5f", value).replacingOccurrences(of: #"\.?0+$"#, with: "", options: .regularExpression)
+        }
         return "(\(rounded(point.lat)), \(rounded(point.lon)))"
     }
 

@@ -8,9 +8,13 @@ extension ZooSnapshot {
         var features: [GeoJSONFeature] = []
         let graph = router.graph
         for road in graph.roads {
-            features.append(GeoJSONFeature(
-                geometry: .init(type: "LineString", coordinates: .line(road.nodes.map { [graph.positions[Int($0)].lon, graph.positions[Int($0)].lat] })),
-                properties: ["kind": .text("footpath"), "road_id": .integer(road.id)]))
+            features.append(
+                GeoJSONFeature(
+                    geometry: .init(
+                        type: "LineString",
+                        coordinates: .line(
+                            road.nodes.map { [graph.positions[Int($0)].lon, graph.positions[Int($0)].lat] })),
+                    properties: ["kind": .text("footpath"), "road_id": .integer(road.id)]))
         }
         var animalsByFeature: [Int64: [Int64]] = [:]
         for animal in catalogue.animals {
@@ -18,10 +22,13 @@ extension ZooSnapshot {
         }
         for id in animalsByFeature.keys.sorted() {
             guard let feature = catalogue.features[id], Geo.isValid(feature.anchor) else { continue }
-            features.append(GeoJSONFeature(
-                geometry: .init(type: "Point", coordinates: .point([feature.anchor.lon, feature.anchor.lat])),
-                properties: ["kind": .text("animal_location"), "osm_id": .integer(id), "name": .text(feature.name),
-                             "animal_ids": .integers(animalsByFeature[id]!)]))
+            features.append(
+                GeoJSONFeature(
+                    geometry: .init(type: "Point", coordinates: .point([feature.anchor.lon, feature.anchor.lat])),
+                    properties: [
+                        "kind": .text("animal_location"), "osm_id": .integer(id), "name": .text(feature.name),
+                        "animal_ids": .integers(animalsByFeature[id]!),
+                    ]))
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -20,7 +20,8 @@ public struct Router: Sendable {
     /// How far outside `bounds` a point may lie, in metres.
     public let boundsMarginMeters: Double
 
-    public init(graph: FootpathGraph, bounds: MapBounds?, walkingSpeed: Double = 1.2, boundsMarginMeters: Double = 100) {
+    public init(graph: FootpathGraph, bounds: MapBounds?, walkingSpeed: Double = 1.2, boundsMarginMeters: Double = 100)
+    {
         self.graph = graph
         self.bounds = bounds
         self.walkingSpeed = walkingSpeed
@@ -31,7 +32,9 @@ public struct Router: Sendable {
     public func snap(_ point: GeoPoint) throws(ZooError) -> Snap {
         guard Geo.isValid(point) else { throw .malformedCoordinate(lat: point.lat, lon: point.lon) }
         if let bounds, !bounds.contains(point, marginMeters: boundsMarginMeters) { throw .outOfRange(point) }
-        guard let snap = graph.snap(point) else { throw .noPath("from \(Geo.describe(point)): the map has no footpaths") }
+        guard let snap = graph.snap(point) else {
+            throw .noPath("from \(Geo.describe(point)): the map has no footpaths")
+        }
         return snap
     }
 
@@ -57,7 +60,8 @@ public struct Router: Sendable {
         let first = try snap(start), last = try snap(end)
         if graph.component(of: first) == graph.component(of: last) { return (first, last) }
         let movedStart = try snap(start, reaching: [last]), movedEnd = try snap(end, reaching: [first])
-        return movedStart.offset + last.offset <= first.offset + movedEnd.offset ? (movedStart, last) : (first, movedEnd)
+        return movedStart.offset + last.offset <= first.offset + movedEnd.offset
+            ? (movedStart, last) : (first, movedEnd)
     }
 
     /// The shortest walk between two points, each projected onto the nearest footpath joined to the other's.
@@ -83,15 +87,18 @@ public struct Router: Sendable {
     func shortestRouteAndEnd(from starts: [Snap], to ends: [Snap]) -> (route: Route, end: Int)? {
         var best: (path: GraphPath, start: Snap, end: Int)?
         for start in starts {
-            if let (path, goal) = graph.shortestPath(from: start, toNearestOf: ends), path.length < best?.path.length ?? .infinity {
+            if let (path, goal) = graph.shortestPath(from: start, toNearestOf: ends),
+                path.length < best?.path.length ?? .infinity
+            {
                 best = (path, start, goal)
             }
         }
         guard let (path, start, end) = best else { return nil }
-        let route = Route(distanceMeters: path.length, durationSeconds: path.length / walkingSpeed,
-                          nodeIDs: path.nodes.map { graph.nodeIDs[Int($0)] },
-                          coordinates: [start.point] + path.nodes.map { graph.positions[Int($0)] } + [ends[end].point],
-                          startOffsetMeters: start.offset, endOffsetMeters: ends[end].offset)
+        let route = Route(
+            distanceMeters: path.length, durationSeconds: path.length / walkingSpeed,
+            nodeIDs: path.nodes.map { graph.nodeIDs[Int($0)] },
+            coordinates: [start.point] + path.nodes.map { graph.positions[Int($0)] } + [ends[end].point],
+            startOffsetMeters: start.offset, endOffsetMeters: ends[end].offset)
         return (route, end)
     }
 }

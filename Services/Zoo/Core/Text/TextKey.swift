@@ -39,7 +39,11 @@ public enum TextKey {
         var result = ""
         var depth = 0
         for character in name {
-            if character == "(" { depth += 1 } else if character == ")" { depth = max(0, depth - 1) } else if depth == 0 {
+            if character == "(" {
+                depth += 1
+            } else if character == ")" {
+                depth = max(0, depth - 1)
+            } else if depth == 0 {
                 result.append(character)
             }
         }

@@ -78,7 +78,10 @@ public final class MapTilesStore: Sendable {
                 let got = Glibc.read(descriptor, buffer.baseAddress! + count, identity.size - count)
                 if got < 0, errno == EINTR { continue }
                 guard got > 0 else {
-                    throw ZooError(.internal, "cannot read the map tiles \(path): \(got < 0 ? String(cString: strerror(errno)) : "it shrank")")
+                    throw ZooError(
+                        .internal,
+                        "cannot read the map tiles \(path): \(got < 0 ? String(cString: strerror(errno)) : "it shrank")"
+                    )
                 }
                 count += got
             }
@@ -107,19 +110,30 @@ public final class MapTilesStore: Sendable {
             if let data = try? handle.read(upToCount: sqliteHeader.count) { head = [UInt8](data) }
         }
         guard head == sqliteHeader else {
-            throw ZooError(.invalidArgument, "not an MBTiles file: it does not start with the SQLite 3 header \"SQLite format 3\\0\"")
+            throw ZooError(
+                .invalidArgument,
+                "not an MBTiles file: it does not start with the SQLite 3 header \"SQLite format 3\\0\"")
         }
-        let required = [("metadata", ["name", "value"]), ("tiles", ["zoom_level", "tile_column", "tile_row", "tile_data"])]
+        let required = [
+            ("metadata", ["name", "value"]), ("tiles", ["zoom_level", "tile_column", "tile_row", "tile_data"]),
+        ]
         do {
             try Database.inspectReadOnly(fileAt: path) { db in
                 for (table, columns) in required {
-                    guard try db.queryOne(
-                        "SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND name = ? COLLATE NOCASE", [table]) != nil
+                    guard
+                        try db.queryOne(
+                            "SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND name = ? COLLATE NOCASE",
+                            [table]) != nil
                     else { throw ZooError(.invalidArgument, "not an MBTiles file: it has no `\(table)` table or view") }
-                    let present = Set(try db.query("SELECT name FROM pragma_table_info(?)", [table]).compactMap { $0.string(0)?.lowercased() })
+                    let present = Set(
+                        try db.query("SELECT name FROM pragma_table_info(?)", [table]).compactMap {
+                            $0.string(0)?.lowercased()
+                        })
                     let missing = columns.filter { !present.contains($0) }
                     guard missing.isEmpty else {
-                        throw ZooError(.invalidArgument, "not an MBTiles file: `\(table)` lacks the column(s) \(missing.joined(separator: ", "))")
+                        throw ZooError(
+                            .invalidArgument,
+                            "not an MBTiles file: `\(table)` lacks the column(s) \(missing.joined(separator: ", "))")
                     }
                     // Reading a row proves the table's pages are readable (a view's query too).
                     _ = try db.queryOne("SELECT \(columns.joined(separator: ", ")) FROM \(table) LIMIT 1")
@@ -149,7 +163,8 @@ public final class MapTilesUpload {
         let directory = (store.path as NSString).deletingLastPathComponent
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         guard FileManager.default.createFile(atPath: temporaryPath, contents: nil),
-              let handle = FileHandle(forWritingAtPath: temporaryPath) else {
+            let handle = FileHandle(forWritingAtPath: temporaryPath)
+        else {
             throw ZooError(.internal, "cannot create \(temporaryPath) for the map tiles")
         }
         self.handle = handle
@@ -165,14 +180,17 @@ public final class MapTilesUpload {
         guard !bytes.isEmpty else { return }
         guard size + bytes.count <= MapTilesStore.maxBytes else {
             discard()
-            throw ZooError(.invalidArgument, "the map tiles exceed the limit of \(MapTilesStore.maxBytes) bytes (1 GiB)")
+            throw ZooError(
+                .invalidArgument, "the map tiles exceed the limit of \(MapTilesStore.maxBytes) bytes (1 GiB)")
         }
         let headerLength = MapTilesStore.sqliteHeader.count
         if size < headerLength {
             let expected = MapTilesStore.sqliteHeader[size..<min(headerLength, size + bytes.count)]
             guard bytes.prefix(expected.count).elementsEqual(expected) else {
                 discard()
-                throw ZooError(.invalidArgument, "not an MBTiles file: it does not start with the SQLite 3 header \"SQLite format 3\\0\"")
+                throw ZooError(
+                    .invalidArgument,
+                    "not an MBTiles file: it does not start with the SQLite 3 header \"SQLite format 3\\0\"")
             }
         }
         do {
@@ -199,7 +217,8 @@ public final class MapTilesUpload {
         }
         try MapTilesStore.validate(fileAt: temporaryPath)
         guard rename(temporaryPath, store.path) == 0 else {
-            throw ZooError(.internal, "cannot store the map tiles at \(store.path): \(String(cString: strerror(errno)))")
+            throw ZooError(
+                .internal, "cannot store the map tiles at \(store.path): \(String(cString: strerror(errno)))")
         }
         isDone = true
         let directory = open((store.path as NSString).deletingLastPathComponent, O_RDONLY | O_CLOEXEC)
@@ -207,7 +226,9 @@ public final class MapTilesUpload {
             _ = fsync(directory)
             close(directory)
         }
-        guard let info = store.current() else { throw ZooError(.internal, "the map tiles vanished after they were stored") }
+        guard let info = store.current() else {
+            throw ZooError(.internal, "the map tiles vanished after they were stored")
+        }
         return info
     }
 

@@ -13,7 +13,9 @@ struct GuestbookCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "guestbook",
         abstract: "Menagerie's test-only guestbook service: visitors' notes about animals.",
-        discussion: "Data lives in an SQLite file (--database, default DATA_DIR/guestbook.sqlite) that replicas on one machine may share, or, with --cluster, in a dqlite cluster that the replicas' nodes form.")
+        discussion:
+            "Data lives in an SQLite file (--database, default DATA_DIR/guestbook.sqlite) that replicas on one machine may share, or, with --cluster, in a dqlite cluster that the replicas' nodes form."
+    )
 
     @OptionGroup var options: ServiceOptions
 
@@ -22,12 +24,15 @@ struct GuestbookCommand: AsyncParsableCommand {
         do {
             try await ServiceRunner.run(name: "guestbook", options: options) { environment in
                 // The SQLite file, or with --cluster the replicas' dqlite cluster: the one way onto either.
-                let store = GuestbookStore(database: try environment.openDatabase(migrations: GuestbookSchema.migrations))
+                let store = GuestbookStore(
+                    database: try environment.openDatabase(migrations: GuestbookSchema.migrations))
                 // CountEntries' jobs are recorded beside the notes, so every replica answers for them.
                 let jobs = try await ServiceJobs(
-                    database: store.database, logger: environment.logger, shutdownGrace: environment.shutdownGrace, limits: environment.jobs)
+                    database: store.database, logger: environment.logger, shutdownGrace: environment.shutdownGrace,
+                    limits: environment.jobs)
                 return AppServices(
-                    rpc: [GuestbookService(store: store, jobs: jobs.runner), jobs.rpcService], background: [jobs.backgroundService],
+                    rpc: [GuestbookService(store: store, jobs: jobs.runner), jobs.rpcService],
+                    background: [jobs.backgroundService],
                     access: .declared)
             }
         } catch {

@@ -19,8 +19,10 @@ public struct GuestbookCommands: AsyncParsableCommand {
             response as protobuf's JSON mapping.
             """,
         shouldDisplay: ServiceList.names().contains(serviceName),
-        subcommands: [GuestbookAdd.self, GuestbookShow.self, GuestbookList.self, GuestbookDelete.self, GuestbookCount.self,
-                      JobsCommands<GuestbookCommands>.self])
+        subcommands: [
+            GuestbookAdd.self, GuestbookShow.self, GuestbookList.self, GuestbookDelete.self, GuestbookCount.self,
+            JobsCommands<GuestbookCommands>.self,
+        ])
 
     public init() {}
 }
@@ -39,7 +41,8 @@ extension GlobalOptions {
 enum GuestbookFormat {
     static func line(_ entry: GuestbookV1.Entry) -> String {
         let time = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(entry.createdMs) / 1000))
-        return "#\(entry.id) animal \(entry.animalID), \(entry.author.isEmpty ? "anonymous" : entry.author), \(time): \(entry.text)"
+        return
+            "#\(entry.id) animal \(entry.animalID), \(entry.author.isEmpty ? "anonymous" : entry.author), \(time): \(entry.text)"
     }
 }
 
@@ -56,7 +59,8 @@ struct GuestbookAdd: AsyncParsableCommand {
     func run() async throws {
         try await global.withGuestbook { guestbook in
             let entry = try await guestbook.addEntry(
-                GuestbookV1.AddEntryRequest(animalID: animalID, author: author ?? "", text: text), options: global.callOptions)
+                GuestbookV1.AddEntryRequest(animalID: animalID, author: author ?? "", text: text),
+                options: global.callOptions)
             try global.render(entry, text: { print(GuestbookFormat.line(entry)) })
         }
     }
@@ -85,18 +89,23 @@ struct GuestbookList: AsyncParsableCommand {
         discussion: "With --json: the ListEntriesResponse (entries and nextPageToken).")
 
     @Argument(help: "The animal's id.") var animalID: Int64
-    @Option(name: .customLong("page-size"), parsing: .unconditional, help: "Notes per page (1…100; default: 20).") var pageSize: Int32?
-    @Option(name: .customLong("page-token"), help: "The token a previous page printed (default: the first page).") var pageToken: String?
+    @Option(name: .customLong("page-size"), parsing: .unconditional, help: "Notes per page (1…100; default: 20).")
+    var pageSize: Int32?
+    @Option(name: .customLong("page-token"), help: "The token a previous page printed (default: the first page).")
+    var pageToken: String?
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
         try await global.withGuestbook { guestbook in
             let page = try await guestbook.listEntries(
-                GuestbookV1.ListEntriesRequest(animalID: animalID, pageSize: pageSize, pageToken: pageToken ?? ""), options: global.callOptions)
-            try global.render(page, text: {
-                for entry in page.entries { print(GuestbookFormat.line(entry)) }
-                if !page.nextPageToken.isEmpty { print("more: --page-token \(page.nextPageToken)") }
-            })
+                GuestbookV1.ListEntriesRequest(animalID: animalID, pageSize: pageSize, pageToken: pageToken ?? ""),
+                options: global.callOptions)
+            try global.render(
+                page,
+                text: {
+                    for entry in page.entries { print(GuestbookFormat.line(entry)) }
+                    if !page.nextPageToken.isEmpty { print("more: --page-token \(page.nextPageToken)") }
+                })
         }
     }
 }
@@ -104,14 +113,16 @@ struct GuestbookList: AsyncParsableCommand {
 /// `guestbook delete ID`: the admin's (the stack's admin token, which the gateway sends by default).
 struct GuestbookDelete: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "delete", abstract: "Remove a note (the admin's).", discussion: "With --json: the empty DeleteEntryResponse.")
+        commandName: "delete", abstract: "Remove a note (the admin's).",
+        discussion: "With --json: the empty DeleteEntryResponse.")
 
     @Argument(help: "The note's id.") var id: Int64
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
         try await global.withGuestbook { guestbook in
-            let reply = try await guestbook.deleteEntry(GuestbookV1.DeleteEntryRequest(id: id), options: global.callOptions)
+            let reply = try await guestbook.deleteEntry(
+                GuestbookV1.DeleteEntryRequest(id: id), options: global.callOptions)
             try global.render(reply, text: { print("deleted #\(id)") })
         }
     }
@@ -132,7 +143,9 @@ struct GuestbookCount: AsyncParsableCommand {
             let job = try await GuestbookV1.Guestbook.Client(wrapping: client).countEntries(
                 GuestbookV1.CountEntriesRequest(animalID: animalID), options: global.callOptions)
             if detach {
-                try global.render(job, text: { print("started \(job.summary); follow it with: gateway guestbook jobs watch \(job.id)") })
+                try global.render(
+                    job,
+                    text: { print("started \(job.summary); follow it with: gateway guestbook jobs watch \(job.id)") })
                 return
             }
             let ended = try await followJob(job.id, with: JobsV1.Jobs.Client(wrapping: client), display: nil)

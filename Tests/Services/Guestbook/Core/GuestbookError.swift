@@ -17,5 +17,7 @@ public struct GuestbookError: CategorizedError, Equatable, CustomStringConvertib
     }
 
     /// No entry has this id.
-    public static func unknownEntry(id: Int64) -> GuestbookError { GuestbookError(.notFound, "no guestbook entry with id \(id)") }
+    public static func unknownEntry(id: Int64) -> GuestbookError {
+        GuestbookError(.notFound, "no guestbook entry with id \(id)")
+    }
 }

@@ -30,11 +30,13 @@ public struct GuestbookService: GuestbookV1.Guestbook.ServiceProtocol {
         self.watchInterval = watchInterval
     }
 
-    public func addEntry(request: GuestbookV1.AddEntryRequest, context: ServerContext) async throws -> GuestbookV1.Entry {
+    public func addEntry(request: GuestbookV1.AddEntryRequest, context: ServerContext) async throws -> GuestbookV1.Entry
+    {
         GuestbookV1.Entry(try await store.add(animalID: request.animalID, author: request.author, text: request.text))
     }
 
-    public func getEntry(request: GuestbookV1.GetEntryRequest, context: ServerContext) async throws -> GuestbookV1.Entry {
+    public func getEntry(request: GuestbookV1.GetEntryRequest, context: ServerContext) async throws -> GuestbookV1.Entry
+    {
         GuestbookV1.Entry(try await store.entry(id: request.id))
     }
 
@@ -66,7 +68,9 @@ public struct GuestbookService: GuestbookV1.Guestbook.ServiceProtocol {
         guard (1...Self.maxWatchCount).contains(request.count) else {
             throw RPCError(.invalidArgument, "count must be 1…\(Self.maxWatchCount), got \(request.count)")
         }
-        guard request.afterID >= 0 else { throw RPCError(.invalidArgument, "after_id must not be negative, got \(request.afterID)") }
+        guard request.afterID >= 0 else {
+            throw RPCError(.invalidArgument, "after_id must not be negative, got \(request.afterID)")
+        }
         var afterID = request.afterID
         var left = Int(request.count)
         while true {
@@ -88,12 +92,16 @@ public struct GuestbookService: GuestbookV1.Guestbook.ServiceProtocol {
         return GuestbookV1.DeleteEntryResponse()
     }
 
-    public func countEntries(request: GuestbookV1.CountEntriesRequest, context: ServerContext) async throws -> JobsV1.Job {
+    public func countEntries(request: GuestbookV1.CountEntriesRequest, context: ServerContext) async throws
+        -> JobsV1.Job
+    {
         // Checked now, so a bad id is the call's INVALID_ARGUMENT rather than a failed job.
         try EntryRules.checkAnimalID(request.animalID)
         guard let jobs else { throw RPCError(.failedPrecondition, "this guestbook server runs no jobs") }
         let store = store, animalID = request.animalID
-        let job = try await jobs.start(kind: Self.countJobKind, submitter: context.submitter, user: context.caller?.name) { _ in
+        let job = try await jobs.start(
+            kind: Self.countJobKind, submitter: context.submitter, user: context.caller?.name
+        ) { _ in
             GuestbookV1.EntryCount(animalID: animalID, count: try store.count(animalID: animalID))
         }
         return JobsV1.Job(job)
@@ -102,6 +110,7 @@ public struct GuestbookService: GuestbookV1.Guestbook.ServiceProtocol {
 
 extension GuestbookV1.Entry {
     init(_ entry: GuestbookEntry) {
-        self.init(id: entry.id, animalID: entry.animalID, author: entry.author, text: entry.text, createdMs: entry.createdMs)
+        self.init(
+            id: entry.id, animalID: entry.animalID, author: entry.author, text: entry.text, createdMs: entry.createdMs)
     }
 }

@@ -25,8 +25,10 @@ public final class GuestbookStore: Sendable {
         let createdMs = Int64((now.timeIntervalSince1970 * 1000).rounded())
         return try await database.write { db in
             try db.execute(
-                "INSERT INTO entries (animal_id, author, text, created_ms) VALUES (?, ?, ?, ?)", [animalID, author, text, createdMs])
-            return GuestbookEntry(id: db.lastInsertRowID, animalID: animalID, author: author, text: text, createdMs: createdMs)
+                "INSERT INTO entries (animal_id, author, text, created_ms) VALUES (?, ?, ?, ?)",
+                [animalID, author, text, createdMs])
+            return GuestbookEntry(
+                id: db.lastInsertRowID, animalID: animalID, author: author, text: text, createdMs: createdMs)
         }
     }
 
@@ -66,14 +68,17 @@ public final class GuestbookStore: Sendable {
     /// How many notes an animal has. Blocking: for a job, which runs on a thread of its own.
     public func count(animalID: Int64) throws -> Int64 {
         try EntryRules.checkAnimalID(animalID)
-        let row = try database.read { db in try db.queryOne("SELECT count(*) FROM entries WHERE animal_id = ?", [animalID]) }
+        let row = try database.read { db in
+            try db.queryOne("SELECT count(*) FROM entries WHERE animal_id = ?", [animalID])
+        }
         guard let row else { return 0 }
         return try row.value(at: 0)
     }
 
     private static func entry(_ row: Row) throws -> GuestbookEntry {
         GuestbookEntry(
-            id: try row.value(at: 0), animalID: try row.value(at: 1), author: try row.value(at: 2), text: try row.value(at: 3),
+            id: try row.value(at: 0), animalID: try row.value(at: 1), author: try row.value(at: 2),
+            text: try row.value(at: 3),
             createdMs: try row.value(at: 4))
     }
 }
