@@ -168,6 +168,8 @@ enum OCRScanFormat {
     /// `5 6 7` is 6, and the whole line is its own number. `--json` gives every observation (blocks, lines, words).
     static func printObservations(_ scan: OcrV1.ScanResponse) {
         var rows: [[String]] = []
+        // Why a line's reading is in doubt, in a last column when any is (the seven-segment reader's reasons).
+        let doubts = scan.observations.contains { $0.level == .line && !$0.doubt.isEmpty }
         for (index, observation) in scan.observations.enumerated() where observation.level == .line {
             var words: [String] = []
             var next = index + 1
@@ -182,9 +184,11 @@ enum OCRScanFormat {
                     words.joined(separator: " "),
                     String(format: "%.2f", observation.confidence),
                 ]
-                    + [box.x, box.y, box.width, box.height].map { String(format: "%.3f", $0) })
+                    + [box.x, box.y, box.width, box.height].map { String(format: "%.3f", $0) }
+                    + (doubts ? [observation.doubt] : []))
         }
-        printTable(["#", "line", "words #", "confidence", "x", "y", "width", "height"], rows)
+        printTable(
+            ["#", "line", "words #", "confidence", "x", "y", "width", "height"] + (doubts ? ["doubt"] : []), rows)
     }
 }
 
@@ -397,13 +401,16 @@ struct OCRTemplateCreate: AsyncParsableCommand {
                     name: name, region: observation.box, level: observation.level, shape: observation.shape,
                     label: observation.label)
             }
+            // A reading the engine doubted keeps its reason: the service checks a first record's values only when
+            // they say nothing (`TemplateMatcher.checked`).
             let first =
                 noRecord
                 ? []
                 : picked.map { name, index in
                     OcrV1.RecordValue(
-                        name: name, text: scan.observations[index].text, confidence: scan.observations[index].confidence
-                    )
+                        name: name, text: scan.observations[index].text,
+                        confidence: scan.observations[index].confidence,
+                        uncertainty: scan.observations[index].doubt)
                 }
             let reply = try await ocr.createTemplate(
                 OcrV1.CreateTemplateRequest(

@@ -109,7 +109,7 @@ extension OcrV1.Observation {
             confidence: observation.confidence, box: OcrV1.NormalizedBox(observation.normalizedBox),
             boxPx: OcrV1.PixelBox(observation.box), page: UInt32(observation.page),
             shape: neighbourhood?.shape ?? "", label: neighbourhood?.label ?? "",
-            engine: OcrV1.RecognitionEngine(observation.engine))
+            engine: OcrV1.RecognitionEngine(observation.engine), doubt: observation.doubt ?? "")
     }
 
     /// Observations learn their neighbourhood on photos of up to this many observations (a display, a label): on a

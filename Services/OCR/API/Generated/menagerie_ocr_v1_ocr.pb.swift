@@ -292,6 +292,11 @@ extension OcrV1 {
         public var label: String = ""
         /// Which engine read it: Tesseract, or PP-OCR (displays and photos, where it was the surer of the two).
         public var engine: OcrV1.RecognitionEngine = .unspecified
+        /// Why the reading is in doubt, empty when it is not: the seven-segment reader's regions, its widened region or
+        /// PP-OCR disagree on the digits there, or it read them unsure (its confidence is then held at 0.6). A line's and
+        /// a block's are their words'. A template's first record made from this observation states it as the value's
+        /// uncertainty (RecordValue.uncertainty).
+        public var doubt: String = ""
 
         /// A message with every field at its default.
         public init() {}
@@ -306,7 +311,8 @@ extension OcrV1 {
             page: UInt32 = 0,
             shape: String = "",
             label: String = "",
-            engine: OcrV1.RecognitionEngine = .unspecified
+            engine: OcrV1.RecognitionEngine = .unspecified,
+            doubt: String = ""
         ) {
             self.level = level
             self.text = text
@@ -317,6 +323,7 @@ extension OcrV1 {
             self.shape = shape
             self.label = label
             self.engine = engine
+            self.doubt = doubt
         }
     }
 
@@ -1368,6 +1375,7 @@ extension OcrV1.Observation: ProtoMessage, ProtobufCBridged {
         shape = reader.value(7)
         label = reader.value(8)
         engine = reader.value(9)
+        doubt = reader.value(10)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1380,6 +1388,7 @@ extension OcrV1.Observation: ProtoMessage, ProtobufCBridged {
         writer.set(7, shape)
         writer.set(8, label)
         writer.set(9, engine)
+        writer.set(10, doubt)
     }
 }
 
@@ -2649,6 +2658,7 @@ extension OcrV1.Observation: ProtoJSONMessage {
         ProtoJSONField(number: 7, protoName: "shape", jsonName: "shape", kind: .string, cardinality: .singular),
         ProtoJSONField(number: 8, protoName: "label", jsonName: "label", kind: .string, cardinality: .singular),
         ProtoJSONField(number: 9, protoName: "engine", jsonName: "engine", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 10, protoName: "doubt", jsonName: "doubt", kind: .string, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2662,6 +2672,7 @@ extension OcrV1.Observation: ProtoJSONMessage {
         json.value(6, self.shape)
         json.value(7, self.label)
         json.value(8, self.engine)
+        json.value(9, self.doubt)
         return json.result
     }
 
@@ -2677,6 +2688,7 @@ extension OcrV1.Observation: ProtoJSONMessage {
         try json.value(6, into: &self.shape)
         try json.value(7, into: &self.label)
         try json.value(8, into: &self.engine)
+        try json.value(9, into: &self.doubt)
     }
 }
 

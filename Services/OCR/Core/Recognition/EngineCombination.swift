@@ -87,25 +87,30 @@ enum EngineCombination {
     static func group(
         _ line: PPOCRLine, page: PageResult, minimumTextHeight: Double, customWords: CustomWordCorrector, index: Int
     ) -> Group? {
-        func observation(_ level: ObservationLevel, _ text: String, _ confidence: Double, _ box: TextBox) -> Observation
-        {
+        func observation(
+            _ level: ObservationLevel, _ text: String, _ confidence: Double, _ box: TextBox, doubt: String?
+        ) -> Observation {
             let rect = PixelRect(x: box.x, y: box.y, width: box.width, height: box.height)
             return Observation(
                 level: level, text: text, confidence: confidence, box: rect,
                 normalizedBox: NormalizedRect(rect, imageWidth: page.width, imageHeight: page.height), page: index,
-                engine: .ppocr)
+                engine: .ppocr, doubt: doubt)
         }
         guard Double(line.box.height) >= minimumTextHeight * Double(page.height) else { return nil }
         let words = line.words.map { word in
-            observation(.word, customWords.correct(word.text) ?? word.text, word.confidence, word.box)
+            observation(
+                .word, customWords.correct(word.text) ?? word.text, word.confidence, word.box, doubt: word.doubt)
         }
         guard !words.isEmpty else { return nil }
         let text = words.map(\.text).joined(separator: " ")
         let confidence =
             words.map { $0.confidence * Double($0.text.count) }.reduce(0, +)
             / Double(max(1, words.map(\.text.count).reduce(0, +)))
-        let lineObservation = observation(.line, text, confidence, line.box)
-        return Group(block: observation(.block, text, confidence, line.box), lines: [(lineObservation, words)])
+        // A template value may be a line (`Napětí 239.8 V`): its words' doubts go with it.
+        let doubt = Observation.doubt(of: words)
+        let lineObservation = observation(.line, text, confidence, line.box, doubt: doubt)
+        return Group(
+            block: observation(.block, text, confidence, line.box, doubt: doubt), lines: [(lineObservation, words)])
     }
 
     static func overlaps(_ a: PixelRect, _ b: PixelRect) -> Bool {
@@ -123,6 +128,7 @@ enum EngineCombination {
         var result = block
         result.text = merged.text
         result.confidence = merged.confidence
+        result.doubt = Observation.doubt(of: lines)
         result.box = merged.box
         let scaleX = block.box.width > 0 ? block.normalizedBox.width / Double(block.box.width) : 0
         let scaleY = block.box.height > 0 ? block.normalizedBox.height / Double(block.box.height) : 0

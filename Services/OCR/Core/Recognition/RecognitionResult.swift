@@ -66,18 +66,31 @@ public struct Observation: Sendable, Hashable {
     /// The page of a multi-page image (0 for single images).
     public var page: Int
     public var engine: RecognitionEngine
+    /// Why the reading is in doubt, its confidence then held under what a template trusts: the seven-segment
+    /// reader's regions or PP-OCR disagree on the digits (`SegmentReading`). A line's or block's are its words'.
+    public var doubt: String?
 
     public init(
         level: ObservationLevel, text: String, confidence: Double, box: PixelRect, normalizedBox: NormalizedRect,
-        page: Int = 0, engine: RecognitionEngine = .tesseract
+        page: Int = 0, engine: RecognitionEngine = .tesseract, doubt: String? = nil
     ) {
         self.engine = engine
+        self.doubt = doubt
         self.level = level
         self.text = text
         self.confidence = confidence
         self.box = box
         self.normalizedBox = normalizedBox
         self.page = page
+    }
+}
+
+extension Observation {
+    /// The doubts of `parts` (words joined into a line or block), in order, each once; nil when none has one.
+    static func doubt(of parts: [Observation]) -> String? {
+        var reasons: [String] = []
+        for reason in parts.compactMap(\.doubt) where !reasons.contains(reason) { reasons.append(reason) }
+        return reasons.isEmpty ? nil : reasons.joined(separator: "; ")
     }
 }
 

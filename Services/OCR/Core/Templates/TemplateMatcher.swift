@@ -118,7 +118,7 @@ public enum TemplateMatcher {
             }
             reasons += doubts(
                 learnedShape: values[pair.value].shape, shape: neighbourhoods[pair.observation]!.shape,
-                text: observation.text, confidence: observation.confidence)
+                text: observation.text, confidence: observation.confidence, doubt: observation.doubt)
             result[pair.value] = (
                 RecordValue.reading(
                     name: values[pair.value].name, raw: observation.text, confidence: observation.confidence,
@@ -131,8 +131,11 @@ public enum TemplateMatcher {
 
     /// Why a reading that fills its value wants a look, whatever else it fits: its digits' count differs from the
     /// learned shape's (`#.#V` for `###.#V`: `9.8v` read for 239.8 V), it shows another unit, a gap splits its
-    /// digits, or it was read with a confidence under `minimumConfidence`.
-    static func doubts(learnedShape: String, shape: String, text: String, confidence: Double) -> [String] {
+    /// digits, or it was read with a confidence under `minimumConfidence` — the engine's `doubt` in its place when
+    /// it gave one (the seven-segment reader's regions or PP-OCR disagreeing: why the confidence is held low).
+    static func doubts(learnedShape: String, shape: String, text: String, confidence: Double, doubt: String? = nil)
+        -> [String]
+    {
         var reasons: [String] = []
         if ValueShape.digitsDiffer(learned: learnedShape, candidate: shape) {
             reasons.append("its shape \(shape) is not the learned \(learnedShape): a digit may be lost or stray")
@@ -142,7 +145,11 @@ public enum TemplateMatcher {
                 "its unit \(units.candidate) is not the learned \(units.learned.isEmpty ? "(none)" : units.learned)")
         }
         if let gap = digitGap(in: text) { reasons.append(gap) }
-        if confidence < minimumConfidence { reasons.append(lowConfidence(confidence)) }
+        if let doubt, !doubt.isEmpty {
+            reasons.append(doubt)
+        } else if confidence < minimumConfidence {
+            reasons.append(lowConfidence(confidence))
+        }
         return reasons
     }
 
@@ -232,7 +239,8 @@ public enum TemplateMatcher {
                 confidence: words.map(\.confidence).min()!,
                 box: PixelRect(x: left, y: top, width: right - left, height: bottom - top),
                 normalizedBox: NormalizedRect(x: nLeft, y: nTop, width: nRight - nLeft, height: nBottom - nTop),
-                page: words[0].page)
+                page: words[0].page,
+                doubt: Observation.doubt(of: words))
         }
     }
 
@@ -286,8 +294,8 @@ public enum TemplateMatcher {
             result[candidate.value] = (
                 RecordValue.reading(
                     name: values[candidate.value].name, raw: observation.text, confidence: observation.confidence,
-                    uncertainty: observation.confidence < minimumConfidence ? lowConfidence(observation.confidence) : ""
-                ),
+                    uncertainty: observation.doubt
+                        ?? (observation.confidence < minimumConfidence ? lowConfidence(observation.confidence) : "")),
                 observation
             )
             filled.insert(candidate.value)

@@ -2244,7 +2244,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__normalized_box__descriptor 
   (ProtobufCMessageInit) menagerie__ocr__v1__normalized_box__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__ocr__v1__observation__field_descriptors[9] =
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__observation__field_descriptors[10] =
 {
   {
     "level",
@@ -2354,11 +2354,24 @@ static const ProtobufCFieldDescriptor menagerie__ocr__v1__observation__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "doubt",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Observation, doubt),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__ocr__v1__observation__field_indices_by_name[] = {
   3,   /* field[3] = box */
   4,   /* field[4] = box_px */
   2,   /* field[2] = confidence */
+  9,   /* field[9] = doubt */
   8,   /* field[8] = engine */
   7,   /* field[7] = label */
   0,   /* field[0] = level */
@@ -2369,7 +2382,7 @@ static const unsigned menagerie__ocr__v1__observation__field_indices_by_name[] =
 static const ProtobufCIntRange menagerie__ocr__v1__observation__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor menagerie__ocr__v1__observation__descriptor =
 {
@@ -2379,7 +2392,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__observation__descriptor =
   "Menagerie__Ocr__V1__Observation",
   "menagerie.ocr.v1",
   sizeof(Menagerie__Ocr__V1__Observation),
-  9,
+  10,
   menagerie__ocr__v1__observation__field_descriptors,
   menagerie__ocr__v1__observation__field_indices_by_name,
   1,  menagerie__ocr__v1__observation__number_ranges,

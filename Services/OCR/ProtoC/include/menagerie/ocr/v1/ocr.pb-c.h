@@ -238,10 +238,17 @@ struct  Menagerie__Ocr__V1__Observation
    * Which engine read it: Tesseract, or PP-OCR (displays and photos, where it was the surer of the two).
    */
   Menagerie__Ocr__V1__RecognitionEngine engine;
+  /*
+   * Why the reading is in doubt, empty when it is not: the seven-segment reader's regions, its widened region or
+   * PP-OCR disagree on the digits there, or it read them unsure (its confidence is then held at 0.6). A line's and
+   * a block's are their words'. A template's first record made from this observation states it as the value's
+   * uncertainty (RecordValue.uncertainty).
+   */
+  char *doubt;
 };
 #define MENAGERIE__OCR__V1__OBSERVATION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__observation__descriptor) \
-    , MENAGERIE__OCR__V1__OBSERVATION_LEVEL__OBSERVATION_LEVEL_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, NULL, NULL, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, MENAGERIE__OCR__V1__RECOGNITION_ENGINE__RECOGNITION_ENGINE_UNSPECIFIED }
+    , MENAGERIE__OCR__V1__OBSERVATION_LEVEL__OBSERVATION_LEVEL_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, NULL, NULL, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, MENAGERIE__OCR__V1__RECOGNITION_ENGINE__RECOGNITION_ENGINE_UNSPECIFIED, (char *)protobuf_c_empty_string }
 
 
 /*
