@@ -63,11 +63,29 @@ import Testing
         return seen
     }
 
-    /// Every service, the test-only guestbook included: it is added by the same path, so it keeps the same promises.
-    static let services = ["Zoo", "OCR", "Health", "Classification", "Guestbook"]
+    /// Every service, the test-only guestbook included: each name whose Core, Service, API and CLI targets Package.swift
+    /// declares (what its `service(...)` line makes), so a new service keeps these promises without being listed here.
+    static let services: [String] = targets.map(\.name).filter { $0.hasSuffix("Core") }.map { String($0.dropLast(4)) }
+        .filter { name in ["Service", "API", "CLI"].allSatisfy { graph[name + $0] != nil } }.sorted()
 
     @Test func theManifestIsRead() {
         #expect(Self.graph["ZooService"] != nil, "swift package dump-package failed or has no ZooService target")
+    }
+
+    /// The services found by their targets are at least those compose's services file starts (and the guestbook):
+    /// a rule keyed on the target names cannot drift into checking none of them.
+    @Test func everyServiceOfTheServicesFileIsFoundByItsTargets() throws {
+        let file = Self.root.appendingPathComponent("compose/services.conf")
+        let text = try String(contentsOf: file, encoding: .utf8)
+        let sections = text.split(separator: "\n").filter { $0.hasPrefix("[") && $0.hasSuffix("]") }
+            .map { $0.dropFirst().dropLast().lowercased() }
+        #expect(!sections.isEmpty, "no [service] section in \(file.path)")
+        let found = Set(Self.services.map { $0.lowercased() })
+        for section in sections + ["guestbook"] {
+            #expect(
+                found.contains(section),
+                "[\(section)] has no Core, Service, API and CLI targets (found \(Self.services))")
+        }
     }
 
     /// `swift build --target ZooService` compiles no OCR, health or classification code; likewise for each service.
