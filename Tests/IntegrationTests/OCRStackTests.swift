@@ -83,15 +83,15 @@ import TextRecognition
             #expect(invertedRate <= originalRate + 0.002, "inverted \(invertedRate) vs \(originalRate)")
 
             // The shape of one observation (protobuf's JSON mapping, defaults printed): level, text, confidence, box in
-            // fractions, boxPx in pixels, page, the shape and label a template value picked here would learn, and the
-            // engine that read it (Tesseract or PP-OCR).
+            // fractions, boxPx in pixels, page, the shape and label a template value picked here would learn, the
+            // engine that read it (Tesseract or PP-OCR) and why that reading is in doubt (empty: it is not).
             let observation = try #require(
                 (scans[0]["observations"] as? [[String: Any]])?.first {
                     $0["level"] as? String == "OBSERVATION_LEVEL_WORD"
                 })
             #expect(
                 Set(observation.keys) == [
-                    "level", "text", "confidence", "box", "boxPx", "page", "shape", "label", "engine",
+                    "level", "text", "confidence", "box", "boxPx", "page", "shape", "label", "engine", "doubt",
                 ])
             let box = try #require(observation["box"] as? [String: Double])
             #expect(Set(box.keys) == ["x", "y", "width", "height"] && box.values.allSatisfy { (0...1).contains($0) })
