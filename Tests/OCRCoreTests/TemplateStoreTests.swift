@@ -39,7 +39,7 @@ import Testing
                 == "read with confidence 0.70 (under 0.80)")
         #expect(
             parseCSV(try store.exportCSV(templateID: template.id))[1] == [
-                "2026-09-21T14:13:20Z", "upload", "14.30", "2.10", "Napětí",
+                "2026-09-21T14:13:20Z", "upload", "14.30", "2.10", "Napětí: read with confidence 0.70 (under 0.80)",
             ])
         let corrected = try store.updateRecord(id: record.id, values: ["Napětí": "14.38"])
         #expect(corrected.values.map(\.isUncertain) == [false, false] && corrected.values[0].confidence == 1)

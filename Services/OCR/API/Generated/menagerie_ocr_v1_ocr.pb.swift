@@ -591,7 +591,7 @@ extension OcrV1 {
         /// Why the reading wants a person's look, empty when it does not: nothing fitted the value well, the observation
         /// fitted two values, its digits' count is not the learned shape's, or its confidence is under the threshold
         /// (0.85). DraftRecord says it; AddRecord stores it (and flags a reading under the threshold sent without a
-        /// reason, as it does a template's first record; the CSV's `Uncertain` column names such values); editing the
+        /// reason, as it does a template's first record; the CSV's `Uncertain` column names such values and why); editing the
         /// value clears it.
         public var uncertainty: String = ""
         /// The text as read (or typed) before normalising; empty when sent: the same as text.

@@ -5,7 +5,9 @@ import Foundation
 /// doubled, UTF-8. Timestamps are ISO 8601, in UTC (`2026-11-22T14:05:09Z`) or in `Format.timeZone` with its offset
 /// (`2026-11-22T15:05:09+01:00`), with milliseconds when the record has them; the date source is `given`, `exif` or
 /// `upload` (`DateSource`). A last column, `Uncertain`, names the record's values that were stored flagged
-/// (`RecordValue.uncertainty`: a reading nobody checked that may be wrong), separated by `; `, empty when none.
+/// (`RecordValue.uncertainty`: a reading nobody checked that may be wrong), each with its reason
+/// (`Napětí: read with confidence 0.70 (under 0.85)`), separated by `; `, empty when none: whoever opens the
+/// spreadsheet sees which cells to check and why without asking the service.
 ///
 /// For spreadsheets: unless `Format.raw`, a field starting with `=`, `+`, `-`, `@`, a tab or CR gets a leading `'`
 /// (OWASP's advice: Excel and LibreOffice would run it as a formula); a plain number such as `-12.5` or `+3` is
@@ -61,7 +63,8 @@ public enum RecordsCSV {
         let texts = template.values.indices.map { index in
             index < record.values.count ? record.values[index].text : ""
         }
-        let uncertain = record.values.filter(\.isUncertain).map(\.name).joined(separator: "; ")
+        let uncertain = record.values.filter(\.isUncertain).map { "\($0.name): \($0.uncertainty)" }
+            .joined(separator: "; ")
         return row(
             [timestamp(record.createdAt, in: format.timeZone), record.dateSource.rawValue] + texts + [uncertain],
             format: format)
