@@ -7,24 +7,25 @@ let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: 
 /// The targets of one service `<Name>` (see ARCHITECTURE.md, "Adding a service"), each in `<root>/<Name>/<Part>` (`root` is
 /// `Services`; a test-only service's is `Tests/Services`, so that nothing outside the tests builds it):
 /// - `<Name>ProtoC` (`ProtoC`) and `<Name>API` (`API`): its proto package's protobuf-c code and generated Swift
-///   (messages, service protocol, client protocol, typed client), placed there by Proto/generate.sh after
-///   Proto/modules.conf; `imports` are the API modules of the protos its proto imports (`"Jobs"` for JobsAPI);
+///   (messages, service protocol, client protocol, typed client), placed there by Proto/generate.sh, which finds
+///   the folder by the proto's package (`menagerie.<name>.v1`, the folder `<Name>` in any case); `imports` are the API modules of the protos its proto imports (`"Jobs"` for JobsAPI);
 /// - `<Name>Core` (`Core`): the domain and its persistence; never RPC or the API module;
 /// - `<Name>Service` (`Service`): handlers conforming to the generated `ServiceProtocol`;
 /// - the executable `executable` (`App`) and `<Name>CLI` (`CLI`, the `gateway <name>` command group);
 /// - the test targets `<Name>CoreTests` and `<Name>ServiceTests` in `Tests/`.
-/// Each list adds the dependencies beyond what every service's part has.
+/// Each list adds the dependencies beyond what every service's part has. Its line in `services` below is all the
+/// package needs: its product, the gateway's `<Name>CLI` and SchemaTests' `<Name>API` come from that list.
 func service(
     _ name: String, executable: String, root: String = "Services", imports: [String] = [],
     core: [Target.Dependency] = [], service: [Target.Dependency] = [], app: [Target.Dependency] = [],
     cli: [Target.Dependency] = [], coreTests: [Target.Dependency] = [], serviceTests: [Target.Dependency] = [],
     appResources: [Resource]? = nil, coreResources: [Resource]? = nil, serviceResources: [Resource]? = nil
-) -> [Target] {
+) -> Service {
     let folder = "\(root)/\(name)"
     let api = Target.Dependency(stringLiteral: "\(name)API")
     let importedAPIs = imports.map { Target.Dependency(stringLiteral: "\($0)API") }
     let jobs: [Target.Dependency] = imports.contains("Jobs") ? ["Jobs", "JobsService"] : []
-    return [
+    let targets: [Target] = [
         .target(
             name: "\(name)ProtoC", dependencies: ["CProtobufC"] + imports.map { .init(stringLiteral: "\($0)ProtoC") },
             path: "\(folder)/ProtoC"),
@@ -65,16 +66,59 @@ func service(
                 + importedAPIs + jobs + serviceTests,
             path: "Tests/\(name)ServiceTests"),
     ]
+    return Service(name: name, executable: root == "Services" ? executable : nil, targets: targets)
 }
+
+/// One service's name and targets, as `service(...)` declares them.
+struct Service {
+    let name: String
+    /// Its executable, a product of the package; nil for a test-only service (whose root is not `Services`).
+    let executable: String?
+    let targets: [Target]
+}
+
+/// Every service, the test-only guestbook included: one `service(...)` each. Each production service's executable is
+/// a product; the gateway links each one's `<Name>CLI` (their command groups are the list Proto/generate.sh writes
+/// from the same folders), SchemaTests and IntegrationTests each one's `<Name>API`.
+let services: [Service] = [
+    // The zoo's sample data ships as a resource bundle (Menagerie_ZooCore.resources), which SwiftPM puts beside the
+    // executables.
+    // Its web page (Service/Web) is a resource of ZooService (Menagerie_ZooService.resources), served at `/`.
+    service(
+        "Zoo", executable: "zoo", imports: ["Jobs"], service: ["HTTP"], coreTests: ["Dqlite"],
+        serviceTests: ["WorkLane", "RPCWire", "HTTP", "Storage", "Transport"],
+        coreResources: [.copy("SampleData")], serviceResources: [.copy("Web")]),
+    service(
+        "OCR", executable: "ocr", imports: ["Jobs"],
+        core: ["TextRecognition", "WorkLane", "PPOCR", "OpenCVDNN", "OCRPolicy"],
+        service: ["TextRecognition", "WorkLane", "Allocator"],
+        app: ["TextRecognition", "PPOCR", "SevenSegment"], cli: ["OCRPolicy"],
+        coreTests: ["TextRecognition", "OCRTestSupport", "PPOCR", "SevenSegment"],
+        serviceTests: ["WorkLane", "Storage", "TextRecognition", "Transport", "OCRTestSupport"]),
+    service(
+        "Health", executable: "health", core: ["Zip"], service: ["WorkLane", "HealthBridge", "Identity"],
+        cli: ["HealthCore", "HealthBridge"],
+        coreTests: ["Dqlite"], serviceTests: ["HealthBridge", "Identity"]),
+    service(
+        "Classification", executable: "classification", imports: ["Jobs"],
+        core: ["Torch", "OpenCVDNN", "CImageCodecs", "BlobStore"], service: ["Torch", "WorkLane", "Zip"],
+        app: ["Torch", "Storage", "BlobStore", "BlobsService", "Transport"],
+        cli: ["CZlib"], coreTests: ["Torch", "OpenCVDNN", "BlobStore", "ClassificationTestSupport"],
+        serviceTests: ["Torch", "WorkLane", "ClassificationCLI", "BlobStore"]),
+    // A test-only service added by ARCHITECTURE.md's "Adding a service" path, so the suite keeps that path checked:
+    // GuestbookServiceTests runs its executable, GuestbookStackTests runs it through compose, the gateway (whose
+    // `guestbook` group only a services file listing it shows), HTTP and a dqlite cluster.
+    service(
+        "Guestbook", executable: "guestbook", root: "Tests/Services", imports: ["Jobs"],
+        serviceTests: ["GuestbookCLI", "RPCWire", "Transport", argumentParser]),
+]
+/// Every service's generated API module (ZooAPI…), for the test targets that read every proto's messages.
+let serviceAPIs = services.map { Target.Dependency(stringLiteral: "\($0.name)API") }
 
 let package = Package(
     name: "Menagerie",
     platforms: [.macOS(.v15)],
-    products: [
-        .executable(name: "zoo", targets: ["zoo"]),
-        .executable(name: "ocr", targets: ["ocr"]),
-        .executable(name: "health", targets: ["health"]),
-        .executable(name: "classification", targets: ["classification"]),
+    products: services.compactMap(\.executable).map { .executable(name: $0, targets: [$0]) } + [
         .executable(name: "gateway", targets: ["gateway"]),
         .executable(name: "menagerie-compose", targets: ["menagerie-compose"]),
         .executable(name: "menagerie-bench", targets: ["menagerie-bench"]),
@@ -232,10 +276,9 @@ let package = Package(
             path: "Services/Gateway/Kit"),
         .executableTarget(
             name: "gateway",
-            dependencies: [
-                "GatewayKit", "ZooCLI", "OCRCLI", "HealthCLI", "ClassificationCLI", "RPC",
-                // The test-only guestbook's command group, shown only when compose's services file lists it.
-                "GuestbookCLI", "RPCWire", "Transport", "Schema",
+            // Every service's command group (the test-only guestbook's shown only when compose's services file lists it).
+            dependencies: services.map { .init(stringLiteral: "\($0.name)CLI") } + [
+                "GatewayKit", "RPC", "RPCWire", "Transport", "Schema",
                 // Dqlite and Storage for `gateway cluster` (import, backup, restore, membership).
                 "Identity", "Base", "Dqlite", "Storage", argumentParser,
             ],
@@ -294,10 +337,9 @@ let package = Package(
             path: "Tests/JobsTests"),
         .testTarget(
             name: "SchemaTests",
-            dependencies: [
-                "Schema", "RPCWire", "JobsAPI", "BlobsAPI", "ZooAPI", "OCRAPI", "HealthAPI", "ClassificationAPI",
-                "FixturesAPI", "JobsTestingAPI",
-                "GuestbookAPI", "SchemaGenerator", "TestSupport",
+            dependencies: serviceAPIs + [
+                "Schema", "RPCWire", "JobsAPI", "BlobsAPI", "FixturesAPI", "JobsTestingAPI", "SchemaGenerator",
+                "TestSupport",
             ],
             path: "Tests/SchemaTests", exclude: ["protojson_samples.py"]),
         // The zoo's visitor page in headless Chromium (drive_page.py), against the zoo executable.
@@ -380,54 +422,24 @@ let package = Package(
             name: "IntegrationTests",
             // Torch compiles the TorchScript modules the classification tests import (the test bundle links it anyway).
             // The API modules read the gateway's --json output back as the responses' JSON mapping.
-            dependencies: [
+            // (GuestbookAPI also because docs/build-docs documents it, as ServiceKit and JobsService: built so that
+            // DocsTests finds them in the bin directory.)
+            dependencies: serviceAPIs + [
                 "RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport", "OCRTestSupport",
-                "TextRecognition", "Torch",
-                "RPCWire", "ZooAPI", "OCRAPI", "HealthAPI", "ClassificationAPI", "Dqlite", "Storage",
-                // What docs/build-docs documents, built so that DocsTests finds them in the bin directory.
-                "ServiceKit", "JobsService", "GuestbookAPI",
+                "TextRecognition", "Torch", "RPCWire", "Dqlite", "Storage", "ServiceKit", "JobsService",
             ],
             path: "Tests/IntegrationTests"),
     ]
-        // MARK: Services
-        // The zoo's sample data ships as a resource bundle (Menagerie_ZooCore.resources), which SwiftPM puts beside the
-        // executables.
-        // Its web page (Service/Web) is a resource of ZooService (Menagerie_ZooService.resources), served at `/`.
-        + service(
-            "Zoo", executable: "zoo", imports: ["Jobs"], service: ["HTTP"], coreTests: ["Dqlite"],
-            serviceTests: ["WorkLane", "RPCWire", "HTTP", "Storage", "Transport"],
-            coreResources: [.copy("SampleData")], serviceResources: [.copy("Web")])
-        + service(
-            "OCR", executable: "ocr", imports: ["Jobs"],
-            core: ["TextRecognition", "WorkLane", "PPOCR", "OpenCVDNN", "OCRPolicy"],
-            service: ["TextRecognition", "WorkLane", "Allocator"],
-            app: ["TextRecognition", "PPOCR", "SevenSegment"], cli: ["OCRPolicy"],
-            coreTests: ["TextRecognition", "OCRTestSupport", "PPOCR", "SevenSegment"],
-            serviceTests: ["WorkLane", "Storage", "TextRecognition", "Transport", "OCRTestSupport"])
+        // MARK: Services (each one's targets from `services` above, and the libraries only some share)
+        + services.flatMap(\.targets)
         // The record thresholds the service applies and the gateway's help states (no engine linked into the gateway).
         + [.target(name: "OCRPolicy", path: "Services/OCR/Policy")]
-        + service(
-            "Health", executable: "health", core: ["Zip"], service: ["WorkLane", "HealthBridge", "Identity"],
-            cli: ["HealthCore", "HealthBridge"],
-            coreTests: ["Dqlite"], serviceTests: ["HealthBridge", "Identity"])
         // Domain ⇄ proto conversions and the device sync's adapter over the typed client: shared by the handlers and
         // the gateway, so `gateway health sync` links no server code.
         + [
             .target(
                 name: "HealthBridge", dependencies: ["HealthCore", "HealthAPI", "RPC", "Schema"],
                 path: "Services/Health/Bridge")
-        ]
-        + service(
-            "Classification", executable: "classification", imports: ["Jobs"],
-            core: ["Torch", "OpenCVDNN", "CImageCodecs", "BlobStore"], service: ["Torch", "WorkLane", "Zip"],
-            app: ["Torch", "Storage", "BlobStore", "BlobsService", "Transport"],
-            cli: ["CZlib"], coreTests: ["Torch", "OpenCVDNN", "BlobStore", "ClassificationTestSupport"],
-            serviceTests: ["Torch", "WorkLane", "ClassificationCLI", "BlobStore"])
-        // A test-only service added by ARCHITECTURE.md's "Adding a service" path, so the suite keeps that path checked:
-        // GuestbookServiceTests runs its executable, GuestbookStackTests runs it through compose, the gateway (whose
-        // `guestbook` group only a services file listing it shows), HTTP and a dqlite cluster.
-        + service(
-            "Guestbook", executable: "guestbook", root: "Tests/Services", imports: ["Jobs"],
-            serviceTests: ["GuestbookCLI", "RPCWire", "Transport", argumentParser]),
+        ],
     cxxLanguageStandard: .cxx17
 )

@@ -72,7 +72,7 @@ import Testing
     }
 
     /// Each file's code goes to its module; a file imports the modules of the files it imports; a C target's
-    /// registry has a name of its own; a file modules.conf does not place is refused.
+    /// registry has a name of its own; a file the layout does not place is refused.
     @Test(.enabled(if: Tool.protoc != nil, "needs protoc to build descriptor sets"))
     func filesGoToTheirModules() throws {
         let output = try generate(
@@ -98,6 +98,53 @@ import Testing
                 "syntax = \"proto3\"; package m.t.v1; import \"other.proto\";",
                 other: "syntax = \"proto3\"; package m.o.v1;", layout: unplaced)
         }
+    }
+
+    /// A service's proto needs no line in modules.conf: its package `menagerie.NAME.vN` goes to the one service folder
+    /// named NAME in any case, whose spelling names the modules; a line of modules.conf still wins, and a package no
+    /// folder (or two) could hold is refused naming both ways to place it.
+    @Test func aServiceProtoIsPlacedByItsFolder() throws {
+        let layout = ModuleLayout(
+            entries: Self.layout.entries,
+            serviceFolders: ["Services/OCR", "Services/Zoo", "Tests/Services/Guestbook", "Tests/Services/zoo"])
+        #expect(
+            try layout.entry(for: "menagerie/ocr/v1/ocr.proto", package: "menagerie.ocr.v1")
+                == ModuleLayout.Entry(
+                    protoFile: "menagerie/ocr/v1/ocr.proto", swiftModule: "OCRAPI",
+                    swiftDirectory: "Services/OCR/API/Generated", cModule: "OCRProtoC",
+                    cDirectory: "Services/OCR/ProtoC",
+                    service: "OCR"))
+        let guestbook = try layout.entry(
+            for: "menagerie/guestbook/v1/guestbook.proto", package: "menagerie.guestbook.v1")
+        #expect(
+            guestbook.swiftDirectory == "Tests/Services/Guestbook/API/Generated" && guestbook.service == "Guestbook")
+        #expect(try layout.entry(for: "test.proto", package: "menagerie.ocr.v1").swiftModule == "TestAPI")
+        #expect(throws: GeneratorError.self) { try layout.entry(for: "a.proto", package: "menagerie.parrot.v1") }
+        #expect(throws: GeneratorError.self) { try layout.entry(for: "a.proto", package: "other.ocr.v1") }
+        #expect(throws: GeneratorError.self) { try layout.entry(for: "a.proto", package: "menagerie.zoo.v1") }
+        #expect(throws: GeneratorError.self) { try layout.entry(for: "menagerie/ocr/v1/ocr.proto") }
+    }
+
+    /// The service's code goes to its folder, and the lists name it: its command group for the gateway, its messages
+    /// for ProtoJSONInteropTests.
+    @Test(.enabled(if: Tool.protoc != nil, "needs protoc to build descriptor sets"))
+    func aServiceIsListedForTheGatewayAndTheTests() throws {
+        let output = try generate(
+            "syntax = \"proto3\"; package menagerie.parrot.v1; message Word { string text = 1; }",
+            layout: ModuleLayout(entries: [], serviceFolders: ["Services/Parrot"]))
+        let paths = Set(output.files.map(\.path))
+        #expect(
+            paths.isSuperset(of: [
+                "Services/Parrot/API/Generated/test.pb.swift", "Services/Parrot/ProtoC/ParrotProtoC_registry.c",
+            ]))
+        #expect(output.layout.services == ["Parrot"])
+        #expect(
+            output.layout.lines
+                == "test.proto ParrotAPI Services/Parrot/API/Generated ParrotProtoC Services/Parrot/ProtoC\n")
+        let groups = try #require(output.files.first { $0.path == GeneratedLists.gatewayCommandGroups }).contents
+        #expect(groups.contains("import ParrotCLI\n") && groups.contains("ParrotCommands.self,"))
+        let files = try #require(output.files.first { $0.path == GeneratedLists.protoFiles }).contents
+        #expect(files.contains("import ParrotAPI\n") && files.contains("ParrotV1.testProtoFile,"))
     }
 
     /// The import of the method options (menagerie/rpc/v1/options.proto), which every file with services needs.

@@ -1,16 +1,6 @@
-import BlobsAPI
-import ClassificationAPI
-import FixturesAPI
 import Foundation
-import GuestbookAPI
-import HealthAPI
-import JobsAPI
-import JobsTestingAPI
-import OCRAPI
-import RPCWire
 import Schema
 import Testing
-import ZooAPI
 
 /// Our JSON mapping equals Python protobuf's `json_format` on the same bytes, for a sample of every message
 /// of every proto (Tests/SchemaTests/protojson_samples.py fills them from the descriptors): Swift decodes
@@ -21,13 +11,9 @@ import ZooAPI
         if: PythonProtobuf.python != nil || ProcessInfo.processInfo.environment["CI"] == "true",
         "skipped: no python3 with python3-protobuf (apt-get install python3-protobuf; CI=true requires it)"))
 struct ProtoJSONInteropTests {
-    /// Every generated per-file list; `everyProtoFileIsListed` fails when a new .proto is missing here.
-    static let files: [ProtoFileMessages] = [
-        BlobsV1.blobsProtoFile, ClassificationV1.classificationProtoFile, FixturesV1.fixturesProtoFile,
-        GuestbookV1.guestbookProtoFile,
-        HealthV1.healthProtoFile, JobsV1.jobsProtoFile, JobsV1.testingProtoFile, OcrV1.ocrProtoFile, RpcV1.rpcProtoFile,
-        ZooV1.zooProtoFile,
-    ]
+    /// Every generated per-file list, as Proto/generate.sh lists them (Generated/ProtoFiles.swift);
+    /// `everyProtoFileIsListed` fails when that list misses a .proto.
+    static let files: [ProtoFileMessages] = GeneratedProtoFiles.all
 
     static var python: Tool? { PythonProtobuf.python }
 

@@ -9,7 +9,10 @@ import Testing
         "needs protoc and protoc-c (Debian: protobuf-compiler protobuf-c-compiler) to regenerate"))
 struct StalenessTests {
     /// Runs the steps of Proto/generate.sh into a scratch directory: package-relative path → contents.
-    static func regenerate() throws -> [String: [UInt8]] {
+    static func regenerate() throws -> [String: [UInt8]] { try regenerateWithLayout().files }
+
+    /// `regenerate()`, and where schema-gen placed each proto file's code (modules.conf's lines and the services').
+    static func regenerateWithLayout() throws -> (files: [String: [UInt8]], layout: ModuleLayout) {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
             "schema-staleness-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
@@ -21,9 +24,9 @@ struct StalenessTests {
                 "-I", Package.protoDirectory.path, "--descriptor_set_out=\(descriptorSet.path)", "--include_imports",
                 "--include_source_info",
             ] + protos)
-        let layout = try Package.moduleLayout()
         let output = try SchemaGenerator.generate(
-            descriptorSet: [UInt8](Data(contentsOf: descriptorSet)), layout: layout)
+            descriptorSet: [UInt8](Data(contentsOf: descriptorSet)), layout: Package.moduleLayout())
+        let layout = output.layout
 
         var files: [String: [UInt8]] = [:]
         for file in output.files { files[file.path] = Array(file.contents.utf8) }
@@ -32,7 +35,7 @@ struct StalenessTests {
         try Data(output.protocCDescriptorSet).write(to: protocCInput)
         let cOutput = scratch.appendingPathComponent("c")
         try FileManager.default.createDirectory(at: cOutput, withIntermediateDirectories: true)
-        // As generate.sh: the files modules.conf places (the options file generates no code).
+        // As generate.sh: the files schema-gen placed (the options file generates no code).
         try Tool.protocC!.run(
             ["--descriptor_set_in=\(protocCInput.path)", "--c_out=\(cOutput.path)"] + layout.entries.map(\.protoFile),
             in: scratch)
@@ -42,7 +45,7 @@ struct StalenessTests {
             files[try layout.entry(for: protoFile).cPath(ofProtocCOutput: path)] =
                 try [UInt8](Data(contentsOf: cOutput.appendingPathComponent(path)))
         }
-        return files
+        return (files, layout)
     }
 
     static func relativeFiles(under directory: URL) throws -> [String] {
@@ -61,11 +64,11 @@ struct StalenessTests {
     }
 
     @Test func committedFilesMatchAFreshGeneration() throws {
-        let generated = try Self.regenerate()
+        let (generated, layout) = try Self.regenerateWithLayout()
         var committed: Set<String> = []
-        for directory in try Package.moduleLayout().outputDirectories {
+        for directory in layout.outputDirectories {
             for path in try Self.relativeFiles(under: Package.root.appendingPathComponent(directory))
-            where Self.isGenerated(path) {
+            where Self.isGenerated(path) || GeneratedLists.directories.contains(directory) {
                 committed.insert(directory + "/" + path)
             }
         }
@@ -81,9 +84,12 @@ struct StalenessTests {
         #expect(generated.keys.contains("Services/Zoo/API/Generated/menagerie_zoo_v1_zoo.rpc.swift"))
         #expect(generated.keys.contains("Shared/RPCWireProtoC/include/menagerie/rpc/v1/rpc.pb-c.h"))
         #expect(generated.keys.contains("Services/Zoo/ProtoC/ZooProtoC_registry.c"))
+        #expect(generated.keys.contains(GeneratedLists.gatewayCommandGroups))
+        #expect(generated.keys.contains(GeneratedLists.protoFiles))
     }
 
-    /// What generate.sh writes (and so may remove) in the output directories; other files there are hand-written.
+    /// What generate.sh writes (and so may remove) in the API modules' output directories; other files there are
+    /// hand-written. Everything in the lists' directories (`GeneratedLists.directories`) is generated.
     static func isGenerated(_ path: String) -> Bool {
         path.hasSuffix(".pb.swift") || path.hasSuffix(".rpc.swift") || path.hasSuffix(".pb-c.c")
             || path.hasSuffix(".pb-c.h")

@@ -7,11 +7,10 @@ enum Package {
         .deletingLastPathComponent()
     static let protoDirectory = root.appendingPathComponent("Proto")
 
-    /// Proto/modules.conf: where each proto file's generated code goes.
+    /// Where each proto file's generated code goes: Proto/modules.conf and the service folders, as schema-gen reads
+    /// them.
     static func moduleLayout() throws -> ModuleLayout {
-        try ModuleLayout(
-            parsing: String(
-                decoding: Data(contentsOf: protoDirectory.appendingPathComponent("modules.conf")), as: UTF8.self))
+        try ServiceFolders.layout(packageRoot: root)
     }
 
     /// Every `.proto` under Proto/menagerie, as protoc names them (`menagerie/rpc/v1/rpc.proto`), sorted

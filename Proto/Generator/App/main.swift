@@ -3,13 +3,15 @@ import Foundation
 import SchemaGenerator
 
 let arguments = CommandLine.arguments
-guard arguments.count == 5 else {
+guard arguments.count == 6 else {
     FileHandle.standardError.write(Data("""
-        usage: schema-gen DESCRIPTOR_SET MODULES_CONF OUTPUT_ROOT PROTOC_C_DESCRIPTOR_SET
+        usage: schema-gen DESCRIPTOR_SET PACKAGE_ROOT OUTPUT_ROOT PROTOC_C_DESCRIPTOR_SET LAYOUT
           DESCRIPTOR_SET            from protoc --descriptor_set_out --include_imports --include_source_info
-          MODULES_CONF              Proto/modules.conf: which module each proto file's code goes to
+          PACKAGE_ROOT              the package: its Proto/modules.conf and service folders (Services/NAME,
+                                    Tests/Services/NAME) say which module each proto file's code goes to
           OUTPUT_ROOT               generated files go here, at their package-relative paths
           PROTOC_C_DESCRIPTOR_SET   written: the descriptor set to give protoc-c --descriptor_set_in
+          LAYOUT                    written: where each proto file's code went, as modules.conf lines
 
         """.utf8))
     exit(2)
@@ -17,7 +19,7 @@ guard arguments.count == 5 else {
 
 do {
     let descriptorSet = try [UInt8](Data(contentsOf: URL(fileURLWithPath: arguments[1])))
-    let layout = try ModuleLayout(parsing: String(decoding: Data(contentsOf: URL(fileURLWithPath: arguments[2])), as: UTF8.self))
+    let layout = try ServiceFolders.layout(packageRoot: URL(fileURLWithPath: arguments[2]))
     let output = try SchemaGenerator.generate(descriptorSet: descriptorSet, layout: layout)
     let root = URL(fileURLWithPath: arguments[3])
     for file in output.files {
@@ -26,6 +28,7 @@ do {
         try Data(file.contents.utf8).write(to: url)
     }
     try Data(output.protocCDescriptorSet).write(to: URL(fileURLWithPath: arguments[4]))
+    try Data(output.layout.lines.utf8).write(to: URL(fileURLWithPath: arguments[5]))
 } catch {
     FileHandle.standardError.write(Data("schema-gen: \(error)\n".utf8))
     exit(1)

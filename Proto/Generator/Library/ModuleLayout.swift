@@ -1,4 +1,11 @@
-/// Which module each `.proto` file's generated code belongs to, read from `Proto/modules.conf`.
+/// Which module each `.proto` file's generated code belongs to: a service's proto by convention, the others (shared
+/// and test-fixture protos) by their line in `Proto/modules.conf`.
+///
+/// A service's proto package `menagerie.<name>.v<N>` belongs to the service folder named `<name>` in any case
+/// (`Services/OCR` for `menagerie.ocr.v1`, the test-only `Tests/Services/Guestbook` for `menagerie.guestbook.v1`):
+/// its Swift goes to `<Name>API` in `<folder>/API/Generated`, its C to `<Name>ProtoC` in `<folder>/ProtoC`, as
+/// Package.swift's `service(...)` declares them, and the gateway gets its `<Name>CLI`'s `<Name>Commands`. The folder
+/// is the declaration: a new service needs no line here.
 ///
 /// One API module per proto package (as grpc-swift-2 generates per service), so an edit to `ocr.proto` rebuilds
 /// the OCR service and the gateway, nothing else, and a service links only the domains it speaks. Each file's
@@ -21,10 +28,12 @@ public struct ModuleLayout: Sendable, Equatable {
         /// live in `RPC`, which needs its messages below it).
         public let serviceModule: String
         public let serviceDirectory: String
+        /// The service (`Zoo`) whose folder placed the file by convention; nil for a line of modules.conf.
+        public let service: String?
 
         public init(
             protoFile: String, swiftModule: String, swiftDirectory: String, cModule: String, cDirectory: String,
-            serviceModule: String? = nil, serviceDirectory: String? = nil
+            serviceModule: String? = nil, serviceDirectory: String? = nil, service: String? = nil
         ) {
             self.protoFile = protoFile
             self.swiftModule = swiftModule
@@ -33,6 +42,23 @@ public struct ModuleLayout: Sendable, Equatable {
             self.cDirectory = cDirectory
             self.serviceModule = serviceModule ?? swiftModule
             self.serviceDirectory = serviceDirectory ?? swiftDirectory
+            self.service = service
+        }
+
+        /// The convention's entry for a service's proto file: `<Name>API` in `<folder>/API/Generated`, `<Name>ProtoC`
+        /// in `<folder>/ProtoC`, where `folder` is `<root>/<Name>`.
+        public init(protoFile: String, serviceFolder folder: String) {
+            let name = String(folder.split(separator: "/").last ?? Substring(folder))
+            self.init(
+                protoFile: protoFile, swiftModule: name + "API", swiftDirectory: folder + "/API/Generated",
+                cModule: name + "ProtoC", cDirectory: folder + "/ProtoC", service: name)
+        }
+
+        /// This entry as a line of modules.conf (which generate.sh reads back from schema-gen's resolved layout).
+        public var line: String {
+            var fields = [protoFile, swiftModule, swiftDirectory, cModule, cDirectory]
+            if serviceModule != swiftModule || serviceDirectory != swiftDirectory { fields += [serviceModule, serviceDirectory] }
+            return fields.joined(separator: " ")
         }
 
         /// Where protoc-c's output for this file goes: `.h` under `include/`, `.c` beside it.
@@ -48,12 +74,16 @@ public struct ModuleLayout: Sendable, Equatable {
     }
 
     public let entries: [Entry]
+    /// The package-relative service folders (`Services/Zoo`, `Tests/Services/Guestbook`) a proto package not in
+    /// `entries` may belong to (see `ServiceFolders`).
+    public let serviceFolders: [String]
 
-    public init(entries: [Entry]) {
+    public init(entries: [Entry], serviceFolders: [String] = []) {
         self.entries = entries
+        self.serviceFolders = serviceFolders
     }
 
-    /// The entry for a proto file; `GeneratorError.unsupported` when `modules.conf` does not name it.
+    /// The entry for a proto file: its line in `modules.conf`; `GeneratorError.unsupported` when there is none.
     public func entry(for protoFile: String) throws -> Entry {
         guard let entry = entries.first(where: { $0.protoFile == protoFile }) else {
             throw GeneratorError.unsupported("\(protoFile) has no line in Proto/modules.conf (which module does it belong to?)")
@@ -61,9 +91,36 @@ public struct ModuleLayout: Sendable, Equatable {
         return entry
     }
 
+    /// The entry for a proto file of `package`: its line in `modules.conf`, else the convention's for the one service
+    /// folder named as the package's second word (`menagerie.ocr.v1` → `Services/OCR`); `GeneratorError.unsupported`
+    /// when neither places it, or when two folders could.
+    public func entry(for protoFile: String, package: String) throws -> Entry {
+        if let entry = entries.first(where: { $0.protoFile == protoFile }) { return entry }
+        let words = package.split(separator: ".")
+        let name = words.count == 3 && words[0] == "menagerie" ? words[1].lowercased() : nil
+        let folders = serviceFolders.filter { folder in
+            folder.split(separator: "/").last.map { $0.lowercased() } == name
+        }
+        guard name != nil, folders.count == 1 else {
+            let why =
+                folders.isEmpty
+                ? "is neither a service's (package menagerie.NAME.vN with a folder Services/NAME or Tests/Services/NAME, "
+                    + "NAME in any case) nor placed by a line in Proto/modules.conf"
+                : "could belong to \(folders.joined(separator: " or ")): rename one, or place it in Proto/modules.conf"
+            throw GeneratorError.unsupported("\(protoFile) (package \(package)) \(why)")
+        }
+        return Entry(protoFile: protoFile, serviceFolder: folders[0])
+    }
+
+    /// The services placed by convention, in the order of their entries (`Zoo`, from `Services/Zoo`).
+    public var services: [String] { entries.compactMap(\.service) }
+
+    /// The layout as modules.conf lines: every entry, those the convention placed included.
+    public var lines: String { entries.map { $0.line + "\n" }.joined() }
+
     /// Every directory the generator writes into, for the staleness check and for clearing old output.
     public var outputDirectories: [String] {
-        var seen: [String] = []
+        var seen: [String] = GeneratedLists.directories
         for entry in entries {
             for directory in [entry.swiftDirectory, entry.serviceDirectory, entry.cDirectory] where !seen.contains(directory) {
                 seen.append(directory)

@@ -1,6 +1,7 @@
 /// Generates, per proto file, the Swift value types and method descriptors, the service protocols and typed
-/// clients, and per C target the descriptor registry, each into the module `Proto/modules.conf` names for the file
-/// (see `ModuleLayout`), from a `FileDescriptorSet` written by
+/// clients, and per C target the descriptor registry, each into the module `ModuleLayout` places the file in (a
+/// service's by convention, the others by `Proto/modules.conf`), plus the lists of every service and proto file
+/// (`GeneratedLists`), from a `FileDescriptorSet` written by
 /// `protoc --descriptor_set_out --include_imports --include_source_info`.
 public enum SchemaGenerator {
     /// Everything generated from one descriptor set.
@@ -11,6 +12,9 @@ public enum SchemaGenerator {
         /// become one-field oneofs, since protoc-c 1.4 refuses them; without the options files and their
         /// options (protobuf-c has no C for descriptor.proto), so only the files modules.conf places can be given to it.
         public let protocCDescriptorSet: [UInt8]
+        /// Where each generated proto file's code went: the layout's lines for these files, and the convention's
+        /// entries for the services' protos. generate.sh reads it back (as modules.conf lines) to run protoc-c.
+        public let layout: ModuleLayout
     }
 
     /// Generates all files; throws `GeneratorError` for malformed input, for proto features the Schema bridge
@@ -24,7 +28,8 @@ public enum SchemaGenerator {
         let files = decoded.filter { !skipped.contains($0.name) }
         try validate(files)
         let types = SwiftTypeTable(files: files)
-        let entries = try Dictionary(uniqueKeysWithValues: files.map { ($0.name, try layout.entry(for: $0.name)) })
+        let resolved = ModuleLayout(entries: try files.map { try layout.entry(for: $0.name, package: $0.package) })
+        let entries = try Dictionary(uniqueKeysWithValues: files.map { ($0.name, try resolved.entry(for: $0.name)) })
         var generated: [GeneratedFile] = []
         // A package's namespace enum (`JobsV1`) is declared once, by its first file; a file of the same package in
         // another module (a test-only proto) extends it, so it must import the declaring module.
@@ -61,7 +66,9 @@ public enum SchemaGenerator {
         for (_, group) in filesByCModule.sorted(by: { $0.key < $1.key }) {
             generated += CRegistryEmitter(entry: group.entry, files: group.files).emit()
         }
-        return Output(files: generated, protocCDescriptorSet: try protocCInput(from: descriptorSet, dropping: skipped))
+        generated += GeneratedLists.emit(files: files, layout: resolved)
+        return Output(
+            files: generated, protocCDescriptorSet: try protocCInput(from: descriptorSet, dropping: skipped), layout: resolved)
     }
 
     /// `menagerie/rpc/v1/rpc.proto` → `menagerie_rpc_v1_rpc.pb.swift`.

@@ -1,15 +1,11 @@
 import ArgumentParser
-import ClassificationCLI
 import GatewayKit
-import GuestbookCLI
-import HealthCLI
-import OCRCLI
-import ZooCLI
 
 /// The command-line front of Menagerie: stack-wide commands plus one command group per service, each from its
-/// service's CLI library (`Services/<Name>/CLI`) on top of GatewayKit. Registering a service's group is its line in
-/// `subcommands` (and its CLI in the gateway's dependencies); the test-only guestbook's group shows only when the
-/// services file lists guestbook.
+/// service's CLI library (`Services/<Name>/CLI`) on top of GatewayKit. The groups are `ServiceCommandGroups.all`,
+/// which Proto/generate.sh writes from the services' folders (and Package.swift's list of services gives the gateway
+/// every `<Name>CLI`), so a new service's group needs no line here; the test-only guestbook's group shows only when
+/// the services file lists guestbook.
 @main
 struct Gateway: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -28,10 +24,8 @@ struct Gateway: AsyncParsableCommand {
             $MENAGERIE_ADMIN_TOKEN, else the stack's admin token from compose's state, which goes only to that state's \
             endpoints (`gateway user` manages users); no token goes in plaintext to an address neither loopback nor the stack's.
             """,
-        subcommands: [
-            Status.self, Probe.self, Methods.self, Stats.self, ZooCommands.self, OCRCommands.self, HealthCommands.self,
-            ClassificationCommands.self, GuestbookCommands.self, UserCommands.self, TokenCommands.self,
-            ClusterCommands.self,
+        subcommands: [Status.self, Probe.self, Methods.self, Stats.self] + ServiceCommandGroups.all + [
+            UserCommands.self, TokenCommands.self, ClusterCommands.self,
         ])
 
     /// ArgumentParser's main, with GatewayKit's one rule for bad values (3) versus usage errors (64).
