@@ -165,6 +165,50 @@ import Testing
             "\(validated.output)")
     }
 
+    /// Through compose too, as `cluster = yes` in its section says: `compose up --nodes 2` starts a replica on each
+    /// node, members of one dqlite cluster over mutual TLS, and a note written through node 1's is read through node 2's.
+    @Test(
+        .timeLimit(.minutes(5)),
+        .enabled(if: Nodes.available, "needs root and ip netns (iproute2): compose up --nodes makes network namespaces")
+    )
+    func composeClustersItsReplicasOnNodes() async throws {
+        let network = Nodes.freeNetwork()
+        defer { Nodes.removeLeftovers(tag: network.tag) }  // after Stack.with's own down, should a failure get there
+        try await Stack.with(services: ["guestbook"]) { stack in
+            let port = try #require(stack.basePorts["guestbook"])
+            try stack.writeConfig([
+                ServiceSettings(name: "guestbook", port: port, data: "data/guestbook", cluster: true)
+            ])
+            let up = try await stack.compose(environment: network.environment, ["up", "--nodes", "2"])
+            try #require(up.status == 0, "compose up --nodes 2 failed: \(up.output)")
+            let addresses = (1...2).map { "\(network.subnet).\(10 + $0):\(port)" }
+            /// The gateway's `guestbook` call through node `node`'s replica, again while a leader is elected (14).
+            func call(_ node: Int, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+                let deadline = ContinuousClock.now + TestTime.scaled(.seconds(20))
+                while true {
+                    let result = try await stack.gateway(
+                        ["guestbook"] + arguments + ["--endpoint", "guestbook=\(addresses[node - 1])"])
+                    if result.status != 14 || ContinuousClock.now > deadline { return result }
+                    try await Task.sleep(for: .milliseconds(300))
+                }
+            }
+            let added = try await call(1, ["add", "9", "Lev řve.", "--json"])
+            try #require(added.status == 0, "\(added.output)")
+            let id = try #require((try Self.json(added.output))["id"] as? String, "\(added.output)")
+            let seen = try await call(2, ["show", id])
+            #expect(seen.status == 0 && seen.output.contains("Lev řve."), "\(seen.output)")
+            let members = try await stack.compose(
+                environment: network.environment, ["cluster", "members", "guestbook"])
+            #expect(
+                members.status == 0
+                    && addresses.allSatisfy { address in
+                        members.output.contains(address.replacingOccurrences(of: ":\(port)", with: ":\(port + 1000)"))
+                    }, "\(members.output)")
+            let down = try await stack.compose(environment: network.environment, ["down"])
+            #expect(down.status == 0, "\(down.output)")
+        }
+    }
+
     /// Three replicas on one dqlite cluster (`--cluster`, as compose gives health's): a note written through one is
     /// read through another, and the count job runs on the cluster's database too.
     @Test func replicasShareOneDqliteCluster() async throws {
