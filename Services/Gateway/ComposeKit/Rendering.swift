@@ -31,7 +31,7 @@ public enum Rendering {
         }
         var lines = comment(
             "Rendered by `compose/compose render containers` from the services file's [\(name)]: edit that, then render"
-                + " again (DeployTests fail while this file differs from its rendering).")
+                + " again (ComposeKitTests fail while this file differs from its rendering).")
         lines += comment(
             "The \(name) service on Debian 12: its release binary (the Swift runtime linked in), the gateway (the probes"
                 + " run `gateway probe`) and SwiftPM's resource bundles (bin/*.resources), built by deploy/build-images"
@@ -119,7 +119,7 @@ public enum Rendering {
         let selector = ["  selector:", "    matchLabels:", "      app.kubernetes.io/name: \(name)"]
         var lines = comment(
             "Rendered by `compose/compose render kubernetes` from the services file's [\(name)]: edit that, then render"
-                + " again (DeployTests fail while this file differs from its rendering).")
+                + " again (ComposeKitTests fail while this file differs from its rendering).")
         let podNames = (0..<pods).map { "\(name)-\($0)" }
         switch shape {
         case .deployment:
@@ -273,7 +273,7 @@ public enum Rendering {
     public static func kustomization(_ services: [ServiceSettings], files: [String]) -> String {
         var lines = comment(
             "Rendered by `compose/compose render kubernetes` from the services file: edit that, then render again"
-                + " (DeployTests fail while this file differs from its rendering).")
+                + " (ComposeKitTests fail while this file differs from its rendering).")
         lines += comment(
             "Menagerie on Kubernetes: `deploy/kubernetes/make-secrets` (once: the CA, a certificate per service and the"
                 + " admin token, in secrets/, which git ignores), then `kubectl apply -k deploy/kubernetes`. Images:"
