@@ -286,7 +286,11 @@ let package = Package(
         // compose's logic once the build is done (compose/compose hands over to it): the services file read by
         // GatewayKit's ServiceList, its one parser.
         .executableTarget(
-            name: "menagerie-compose", dependencies: ["GatewayKit", "Base"], path: "Services/Gateway/Compose"),
+            name: "menagerie-compose", dependencies: ["ComposeKit", "GatewayKit", "Base"],
+            path: "Services/Gateway/Compose"),
+        // What menagerie-compose decides without running anything (the services file as read, its arguments, ports and
+        // placement, the deploy files it renders), apart so that ComposeKitTests test it in process.
+        .target(name: "ComposeKit", dependencies: ["GatewayKit"], path: "Services/Gateway/ComposeKit"),
 
         // MARK: Benchmarks
         .executableTarget(
@@ -398,6 +402,8 @@ let package = Package(
                 "GatewayKit", "TestSupport", "RPC", "RPCWire", "JobsAPI", "OCRAPI", "ZooAPI", "Transport", "Schema",
             ],
             path: "Tests/GatewayKitTests"),
+        .testTarget(
+            name: "ComposeKitTests", dependencies: ["ComposeKit", "GatewayKit"], path: "Tests/ComposeKitTests"),
         .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
         .testTarget(
             name: "IdentityTests",

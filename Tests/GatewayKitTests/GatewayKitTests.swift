@@ -99,6 +99,32 @@ import Transport
         #expect(try ServiceList.parse(ServiceList.render(services)) == services)
     }
 
+    /// The keys the deploy files are rendered from, read and written back as they were.
+    @Test func theDeployKeysAreReadAndRenderedBack() throws {
+        let text =
+            "[ocr]\nport = 7200\npackages = libuv1  libstdc++6\tzlib1g\npods = 3\nresources = 0.5 512Mi 2Gi\nvolume = 2Gi\n"
+        let services = try ServiceList.parse(text)
+        var expected = ServiceSettings(name: "ocr", port: 7200)
+        expected.packages = ["libuv1", "libstdc++6", "zlib1g"]
+        expected.pods = 3
+        expected.resources = PodResources(cpu: "0.5", memory: "512Mi", memoryLimit: "2Gi")
+        expected.volume = "2Gi"
+        #expect(services == [expected])
+        #expect(
+            ServiceList.render(services) == """
+                [ocr]
+                port = 7200
+                replicas = 1
+                data = .data/ocr
+                packages = libuv1 libstdc++6 zlib1g
+                pods = 3
+                resources = 0.5 512Mi 2Gi
+                volume = 2Gi
+
+                """)
+        #expect(try ServiceList.parse(ServiceList.render(services)) == services)
+    }
+
     /// The shipped file names what compose, the gateway and the deploy scripts used to list in code of their own.
     @Test func theShippedFileIsTheManifest() throws {
         let file = try #require(ServiceList.file(environment: [:]))
@@ -133,7 +159,7 @@ import Transport
             ),
             (
                 "[zoo]\nport = 7100\ntls = on", 3,
-                "unknown key 'tls' in [zoo] (known: port, replicas, data, nodes, arg, proto, models, cluster, blobs, container, kubernetes)"
+                "unknown key 'tls' in [zoo] (known: port, replicas, data, nodes, arg, proto, models, cluster, blobs, container, kubernetes, packages, pods, resources, volume)"
             ),
             ("[zoo]\nport = 71x", 2, "port must be a number 1-65535 (got '71x')"),
             ("[zoo]\nport = 0", 2, "port must be a number 1-65535 (got '0')"),
@@ -174,6 +200,23 @@ import Transport
             ),
             ("[zoo]\nport = 1\ncontainer =", 3, "container needs a file (relative to this file's folder)"),
             ("[zoo]\nport = 1\nkubernetes = a\nkubernetes = b", 4, "kubernetes is set twice in [zoo]"),
+            // What its deploy files are rendered from.
+            (
+                "[zoo]\nport = 1\npackages = libuv1 LibSSL", 3,
+                "packages must be Debian package names (packages = libuv1 libssl3; got 'libuv1 LibSSL')"
+            ),
+            ("[zoo]\nport = 1\npods = 0", 3, "pods must be a number 1-999 (got '0')"),
+            ("[zoo]\nport = 1\npods = 1000", 3, "pods must be a number 1-999 (got '1000')"),
+            (
+                "[zoo]\nport = 1\nresources = 250m 256Mi", 3,
+                "resources must be a CPU request, a memory request and a memory limit (resources = 250m 256Mi 1Gi; got '250m 256Mi')"
+            ),
+            (
+                "[zoo]\nport = 1\nresources = 250m 256MB 1Gi", 3,
+                "resources must be a CPU request, a memory request and a memory limit (resources = 250m 256Mi 1Gi; got '250m 256MB 1Gi')"
+            ),
+            ("[zoo]\nport = 1\nvolume = 2 Gi", 3, "volume must be a size (volume = 2Gi; got '2 Gi')"),
+            ("[zoo]\nport = 1\nvolume = Gi", 3, "volume must be a size (volume = 2Gi; got 'Gi')"),
         ]
         for (text, line, message) in cases {
             let error = #expect(throws: ServicesFileError.self, "\(text)") {

@@ -1,3 +1,4 @@
+import ComposeKit
 import Foundation
 
 #if canImport(Glibc)

@@ -1,3 +1,4 @@
+import ComposeKit
 import Foundation
 import GatewayKit
 
@@ -11,29 +12,11 @@ extension Compose {
     /// this machine, or on N nodes) and waits until each is SERVING. `checkOnly` refuses what up would refuse and
     /// changes nothing (compose/compose asks before it builds, so a typo costs no release build).
     func up(_ arguments: [String], checkOnly: Bool = false) throws(ComposeFailure) {
-        var tls = false, plaintextCluster = false, nodesText: String?, names: [String] = []
-        var rest = arguments[...]
-        while let argument = rest.popFirst() {
-            switch argument {
-            case "--tls": tls = true
-            case "--insecure-plaintext-cluster": plaintextCluster = true
-            case "--nodes":
-                guard let count = rest.popFirst() else {
-                    throw ComposeFailure("--nodes needs a count (compose up --nodes 3)")
-                }
-                nodesText = count
-            case _ where argument.hasPrefix("--nodes="): nodesText = String(argument.dropFirst("--nodes=".count))
-            default: names.append(argument)
-            }
-        }
+        let parsed = try UpArguments.parse(arguments)
+        let tls = parsed.tls, plaintextCluster = parsed.plaintextCluster, names = parsed.names
         var nodes: Int?
         let network = Network.read(state: state)
-        if let text = nodesText {
-            guard (1...2).contains(text.count), text.allSatisfy({ $0.isASCII && $0.isNumber }), let count = Int(text),
-                (1...ServiceList.maxNode).contains(count)
-            else {
-                throw ComposeFailure("--nodes must be a count 1-\(ServiceList.maxNode) (got '\(text)')")
-            }
+        if let count = parsed.nodes {
             if let network {
                 guard network.count == count else {
                     throw ComposeFailure(
@@ -188,17 +171,7 @@ extension Compose {
         }
         var scaled: [(ServiceSettings, Int)] = []
         for assignment in arguments {
-            guard let equals = assignment.firstIndex(of: "=") else {
-                throw ComposeFailure("usage: compose scale SERVICE=N (got '\(assignment)')")
-            }
-            let service = try manifest.service(String(assignment[..<equals]))
-            // Decimal even with leading zeros.
-            let digits = assignment[assignment.index(after: equals)...].drop { $0 == "0" }
-            let text = digits.isEmpty && assignment.last == "0" ? "0" : String(digits)
-            guard (1...5).contains(text.count), text.allSatisfy({ $0.isASCII && $0.isNumber }), let count = Int(text)
-            else {
-                throw ComposeFailure("replica count must be a number (0-99999): \(assignment)")
-            }
+            let (service, count) = try ScaleArgument.parse(assignment, in: manifest)
             try checkPorts(service, count, clustered: false)
             scaled.append((service, count))
         }

@@ -1,4 +1,5 @@
 import Base
+import ComposeKit
 import Foundation
 import GatewayKit
 

@@ -1,3 +1,4 @@
+import ComposeKit
 import Foundation
 import GatewayKit
 

@@ -1,3 +1,4 @@
+import ComposeKit
 import Foundation
 import GatewayKit
 
@@ -52,40 +53,26 @@ extension Compose {
     }
 
     /// Whether `service` runs on `node`: its `nodes` list names it, or it has none.
-    func placed(_ service: ServiceSettings, _ node: Int) -> Bool {
-        service.nodes.isEmpty || service.nodes.contains(node)
-    }
+    func placed(_ service: ServiceSettings, _ node: Int) -> Bool { service.isPlaced(on: node) }
 
-    /// Whether `service`'s replicas on `nodes` nodes form a dqlite cluster: it says `cluster = yes` and is placed on
-    /// more than one of them.
-    func clustered(_ service: ServiceSettings, nodes: Int?) -> Bool {
-        guard service.cluster, let nodes, nodes > 0 else { return false }
-        return (1...nodes).filter { placed(service, $0) }.count > 1
-    }
+    /// Whether `service`'s replicas on `nodes` nodes form a dqlite cluster.
+    func clustered(_ service: ServiceSettings, nodes: Int?) -> Bool { service.clusters(onNodes: nodes) }
 
-    /// The members of `service`'s cluster (`host:port`, at the cluster port or, for `--blob-peers`, the RPC port), in
-    /// the same order on every member: node by node, then replica index; removed nodes' left out.
+    /// The members of `service`'s cluster, with the replica count the stack runs of it.
     func members(_ service: ServiceSettings, _ network: Network, clusterPorts: Bool = true) -> String {
-        network.numbers.filter { placed(service, $0) }.flatMap { node in
-            (0..<desired(service)).map {
-                "\(network.address(node)):\(port(service, $0) + (clusterPorts ? Network.clusterPortOffset : 0))"
-            }
-        }.joined(separator: ",")
+        service.members(on: network, replicas: desired(service), clusterPorts: clusterPorts)
     }
 
-    /// The --cluster… arguments of replica `index` of `service` on `node`, none when it is not clustered. A member's
-    /// dqlite id is its place among the replicas of every node the stack ever had (a removed node keeps its places),
-    /// counting from 1, so a member keeps its id as nodes come and go, and node 1's first replica bootstraps.
+    /// The --cluster… arguments of replica `index` of `service` on `node`, none when it is not clustered.
     func clusterArguments(_ service: ServiceSettings, _ index: Int, node: Int, _ network: Network)
         throws(ComposeFailure) -> [String]
     {
         guard clustered(service, nodes: network.count) else { return [] }
         let latency = try clusterLatency()
-        let position = (1..<max(node, 1)).filter { placed(service, $0) }.count * desired(service)
         var arguments = [
             "--cluster", members(service, network), "--cluster-bind",
             "\(network.address(node)):\(port(service, index) + Network.clusterPortOffset)",
-            "--cluster-id", String(position + index + 1), "--cluster-dir",
+            "--cluster-id", String(service.memberID(index, node: node, replicas: desired(service))), "--cluster-dir",
             "\(manifest.resolve(service.data))/node-\(node)/dqlite.\(index)",
             "--cluster-latency", String(latency),
         ]

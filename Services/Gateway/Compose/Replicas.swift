@@ -1,3 +1,4 @@
+import ComposeKit
 import Foundation
 import GatewayKit
 
@@ -210,8 +211,7 @@ extension Compose {
                 lines.append((service.name, "\(service.name) 127.0.0.1:\(port(service, index))"))
             }
         }
-        let sorted = lines.enumerated().sorted { ($0.element.service, $0.offset) < ($1.element.service, $1.offset) }
-        try Files.write(sorted.map { $0.element.line + "\n" }.joined(), to: "\(state)/endpoints")
+        try Files.write(EndpointsFile.text(lines), to: "\(state)/endpoints")
     }
 
     /// After converging: what did start stays visible to the gateway, and every replica that failed is named.
@@ -227,32 +227,7 @@ extension Compose {
     /// Refuses `count` replicas of `service` when one would listen past 65535 or on another service's ports (or,
     /// clustered, its cluster member would).
     func checkPorts(_ service: ServiceSettings, _ count: Int, clustered: Bool) throws(ComposeFailure) {
-        guard count > 0 else { return }
-        let first = service.port, last = first + count - 1, offset = Network.clusterPortOffset
-        guard last <= 65535 else {
-            throw ComposeFailure("\(service.name).\(count - 1) would listen on port \(last), above 65535")
-        }
-        if clustered, last + offset > 65535 {
-            throw ComposeFailure(
-                "\(service.name).\(count - 1)'s cluster port would be \(last + offset) (its port + \(offset)), above 65535"
-            )
-        }
-        for other in manifest.services where other.name != service.name {
-            let theirs = desired(other)
-            guard theirs > 0 else { continue }
-            let low = other.port, high = low + theirs - 1
-            guard last < low || first > high else {
-                throw ComposeFailure(
-                    "\(count) replicas of \(service.name) would listen on ports \(first)-\(last), and \(other.name) has \(low)-\(high)"
-                )
-            }
-            // A cluster member on another service's port cannot listen.
-            if clustered, !(last + offset < low || first + offset > high) {
-                throw ComposeFailure(
-                    "\(service.name)'s cluster ports would be \(first + offset)-\(last + offset) (its ports + \(offset)), and \(other.name) listens on \(low)-\(high)"
-                )
-            }
-        }
+        try PortPlan.check(service, count, clustered: clustered, others: manifest.services.map { ($0, desired($0)) })
     }
 
     /// Installs the models `services` name (compose/compose MODEL, in bash: pip and the trainers) and gives their

@@ -1,3 +1,4 @@
+import ComposeKit
 import Foundation
 import GatewayKit
 
@@ -11,6 +12,9 @@ import GatewayKit
 //   menagerie-compose list [KEY]      the services, one a line; with KEY (proto, models, container, kubernetes,
 //                                     cluster, port), each service's value beside its name (paths made absolute),
 //                                     the services that set none left out (for the deploy scripts)
+//   menagerie-compose render containers|kubernetes [--out DIR] [SERVICE…]
+//                                     each service's Containerfile or Kubernetes manifest (and the kustomization),
+//                                     rendered from the services file into its `container` or `kubernetes` file
 
 /// Runs `body`; a `ComposeFailure` is said as compose says it and exits 1.
 func composing(_ body: () throws -> Void) -> Never {
@@ -57,6 +61,13 @@ composing {
                 }
             if let value { write("\(service.name) \(value)\n") }
         }
+    case "render":
+        let manifest = try Manifest.load()
+        for (path, text) in try Rendering.files(rest, of: manifest) {
+            try Files.makeDirectory(URL(fileURLWithPath: path).deletingLastPathComponent().path)
+            try Files.write(text, to: path)
+            Compose.say("rendered \(path)")
+        }
     case "up":
         let compose = try Compose.load()
         try compose.lockState()
@@ -87,7 +98,7 @@ composing {
         try Compose.load().cluster(rest)
     default:
         throw ComposeFailure(
-            "usage: menagerie-compose up | down | ps | scale | logs | restart | node | cluster | config | list [KEY] (run through compose/compose)"
+            "usage: menagerie-compose up | down | ps | scale | logs | restart | node | cluster | config | list [KEY] | render (run through compose/compose)"
         )
     }
 }

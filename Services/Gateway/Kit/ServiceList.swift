@@ -27,6 +27,12 @@ public struct ServiceSettings: Sendable, Equatable {
     /// Its Containerfile and its Kubernetes manifest as written (relative to the file's folder), nil when none.
     public var container: String?
     public var kubernetes: String?
+    /// What its deploy files are rendered from (`compose render`): the Debian packages its image installs, the pods of
+    /// its Kubernetes manifest, their resources and their persistent volume (nil: none, its data dies with the pod).
+    public var packages: [String] = []
+    public var pods: Int = 1
+    public var resources: PodResources?
+    public var volume: String?
 
     public init(
         name: String, port: Int, replicas: Int = 1, data: String? = nil, arguments: [String] = [], nodes: [Int] = [],
@@ -46,6 +52,30 @@ public struct ServiceSettings: Sendable, Equatable {
         self.blobs = blobs
         self.container = container
         self.kubernetes = kubernetes
+    }
+}
+
+/// What a pod asks of Kubernetes (`resources = CPU MEMORY LIMIT`): its CPU and memory requests and its memory limit,
+/// each a Kubernetes quantity (`250m`, `256Mi`, `1Gi`).
+public struct PodResources: Sendable, Equatable {
+    public var cpu: String
+    public var memory: String
+    public var memoryLimit: String
+
+    public init(cpu: String, memory: String, memoryLimit: String) {
+        self.cpu = cpu
+        self.memory = memory
+        self.memoryLimit = memoryLimit
+    }
+
+    /// Whether `text` is a Kubernetes quantity compose writes: digits, an optional fraction, an optional suffix.
+    public static func isQuantity(_ quantity: some StringProtocol) -> Bool {
+        let text = String(quantity)
+        let suffixes = ["Ki", "Mi", "Gi", "Ti", "m", "k", "M", "G", "T"]
+        let number = suffixes.first { text.hasSuffix($0) }.map { text.dropLast($0.count) } ?? Substring(text)
+        let parts = number.split(separator: ".", omittingEmptySubsequences: false)
+        return (1...2).contains(parts.count) && number.count <= 8
+            && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy { $0.isASCII && $0.isNumber } }
     }
 }
 
@@ -75,6 +105,7 @@ public enum ServiceList {
     /// The keys a section may set; `arg` may repeat.
     public static let keys = [
         "port", "replicas", "data", "nodes", "arg", "proto", "models", "cluster", "blobs", "container", "kubernetes",
+        "packages", "pods", "resources", "volume",
     ]
     /// The models compose knows how to install (`compose/compose NAME` installs one), which `models` may name.
     public static let installers = ["feature-print", "ppocr", "sevenseg"]
@@ -243,6 +274,38 @@ public enum ServiceList {
                 } else {
                     current!.settings.kubernetes = value
                 }
+            case "packages":
+                let packages = value.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+                guard !packages.isEmpty,
+                    packages.allSatisfy({
+                        $0.allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber || "+-.".contains($0)) }
+                    })
+                else {
+                    throw fail(
+                        number, "packages must be Debian package names (packages = libuv1 libssl3; got '\(value)')")
+                }
+                current!.settings.packages = packages
+            case "pods":
+                guard (1...3).contains(value.count), value.allSatisfy(\.isASCIIDigit), let pods = Int(value), pods >= 1
+                else {
+                    throw fail(number, "pods must be a number 1-999 (got '\(value)')")
+                }
+                current!.settings.pods = pods
+            case "resources":
+                let parts = value.split(whereSeparator: { $0 == " " || $0 == "\t" })
+                guard parts.count == 3, parts.allSatisfy(PodResources.isQuantity) else {
+                    throw fail(
+                        number,
+                        "resources must be a CPU request, a memory request and a memory limit (resources = 250m 256Mi 1Gi; got '\(value)')"
+                    )
+                }
+                current!.settings.resources = PodResources(
+                    cpu: String(parts[0]), memory: String(parts[1]), memoryLimit: String(parts[2]))
+            case "volume":
+                guard PodResources.isQuantity(value) else {
+                    throw fail(number, "volume must be a size (volume = 2Gi; got '\(value)')")
+                }
+                current!.settings.volume = value
             default:
                 guard !value.isEmpty else { throw fail(number, "arg needs a value (one command-line argument)") }
                 current!.settings.arguments.append(value)
@@ -269,6 +332,12 @@ public enum ServiceList {
         if service.blobs { lines.append("blobs = yes") }
         if let container = service.container { lines.append("container = \(container)") }
         if let kubernetes = service.kubernetes { lines.append("kubernetes = \(kubernetes)") }
+        if !service.packages.isEmpty { lines.append("packages = " + service.packages.joined(separator: " ")) }
+        if service.pods != 1 { lines.append("pods = \(service.pods)") }
+        if let resources = service.resources {
+            lines.append("resources = \(resources.cpu) \(resources.memory) \(resources.memoryLimit)")
+        }
+        if let volume = service.volume { lines.append("volume = \(volume)") }
         return lines + service.arguments.map { "arg = \($0)" }
     }
 
