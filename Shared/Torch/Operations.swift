@@ -163,7 +163,18 @@ public final class ScriptModule: @unchecked Sendable {
         guard let out else { throw TorchError("the shim returned no module") }
         handle = out
     }
+    private init(handle: torch_script) { self.handle = handle }
     deinit { torch_script_free(handle) }
+
+    /// A copy for inference only, `method` kept beside `forward`: its weights constants and batch norm folded into the
+    /// convolutions, so a call does less (`torch.jit.freeze` and `optimize_for_inference`). It cannot be trained or
+    /// saved.
+    public func frozenForInference(keeping method: String) throws -> ScriptModule {
+        var out: torch_script?
+        try check(torch_script_frozen(handle, method, &out))
+        guard let out else { throw TorchError("the shim returned no module") }
+        return ScriptModule(handle: out)
+    }
 
     public func forward(_ input: Tensor) throws -> Tensor { try run("forward", input) }
 

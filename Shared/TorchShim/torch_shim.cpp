@@ -292,6 +292,13 @@ int torch_script_load(const uint8_t *bytes, size_t length, torch_script *out) {
           *out = new torch_script_s{std::move(module)})
 }
 
+int torch_script_frozen(torch_script module, const char *method, torch_script *out) {
+    GUARD(std::vector<std::string> kept;
+          if (method != nullptr && std::strcmp(method, "forward") != 0) kept.emplace_back(method);
+          auto frozen = torch::jit::freeze(get(module), kept);
+          *out = new torch_script_s{torch::jit::optimize_for_inference(frozen, kept)})
+}
+
 int torch_script_run(torch_script module, const char *name, torch_tensor input, torch_tensor *out) {
     GUARD(torch::NoGradGuard guard; *out = wrap(run(get(module), name, get(input))))
 }

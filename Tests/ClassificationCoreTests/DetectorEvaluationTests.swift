@@ -69,6 +69,60 @@ import Testing
         #expect(lower.ap50 == evaluation.ap50)
     }
 
+    /// Issue 41's "recall ≥ 0.8 at precision ≥ 0.8": the threshold with the best recall among those at least that
+    /// precise, counted as `matchCounts` counts at it; boxes of equal confidence are kept or dropped together.
+    @Test func operatingPointIsTheBestRecallAtTheWantedPrecision() throws {
+        let truth = (0..<5).map { (image: 0, box: Box(x: Double($0) * 20, y: 0, width: 10, height: 10)) }
+        func hit(_ object: Int, _ confidence: Double) -> (image: Int, detection: Detection) {
+            (0, Detection(label: 0, confidence: confidence, box: truth[object].box))
+        }
+        func wrong(_ confidence: Double) -> (image: Int, detection: Detection) {
+            (0, Detection(label: 0, confidence: confidence, box: Box(x: 500, y: 500, width: 10, height: 10)))
+        }
+        // Precision and recall by threshold: 0.95 1/0.2, 0.9 1/0.4, 0.8 0.67/0.4, 0.7 0.75/0.6, 0.6 0.8/0.8,
+        // 0.5 0.67/0.8, 0.4 0.71/1.
+        let detections = [hit(0, 0.95), hit(1, 0.9), wrong(0.8), hit(2, 0.7), hit(3, 0.6), wrong(0.5), hit(4, 0.4)]
+        let point = try #require(
+            Metrics.operatingPoint(detections: detections, truth: truth, minimumPrecision: 0.8, iouThreshold: 0.5))
+        #expect(point.confidence == 0.6)
+        #expect(point.counts == Metrics.MatchCounts(truePositives: 4, falsePositives: 1, missed: 1))
+        #expect(
+            point.counts
+                == Metrics.matchCounts(detections: detections, truth: truth, confidence: 0.6, iouThreshold: 0.5))
+        let lenient = try #require(
+            Metrics.operatingPoint(detections: detections, truth: truth, minimumPrecision: 0.7, iouThreshold: 0.5))
+        #expect(lenient.confidence == 0.4 && lenient.counts.recall == 1)
+        // Equal recall: the more precise (higher) threshold.
+        let strict = try #require(
+            Metrics.operatingPoint(detections: detections, truth: truth, minimumPrecision: 1, iouThreshold: 0.5))
+        #expect(strict.confidence == 0.9 && strict.counts == Metrics.MatchCounts(truePositives: 2, missed: 3))
+
+        // A right and a wrong box of the same confidence: no threshold keeps only the right one.
+        let tied = [hit(0, 0.9), hit(1, 0.5), wrong(0.5)]
+        let tiedPoint = try #require(
+            Metrics.operatingPoint(
+                detections: tied, truth: Array(truth.prefix(2)), minimumPrecision: 0.8, iouThreshold: 0.5))
+        #expect(tiedPoint.confidence == 0.9 && tiedPoint.counts.recall == 0.5)
+
+        #expect(
+            Metrics.operatingPoint(detections: [wrong(0.9)], truth: truth, minimumPrecision: 0.8, iouThreshold: 0.5)
+                == nil)
+        #expect(
+            Metrics.operatingPoint(detections: [wrong(0.9)], truth: [], minimumPrecision: 0.8, iouThreshold: 0.5)
+                == nil)
+    }
+
+    @Test func theEvaluationReportsEachLabelsOperatingPoint() throws {
+        let evaluation = try DetectorEvaluation.run(Self.detector, on: Self.scenes())
+        // cat: 0.9 finds one of two with no wrong box; lower thresholds add the wrong one (precision ≤ 2/3).
+        #expect(
+            evaluation.operatingPoints["cat"]
+                == Metrics.OperatingPoint(
+                    confidence: 0.9, counts: Metrics.MatchCounts(truePositives: 1, falsePositives: 0, missed: 1)))
+        // dog: its one box is wrong at every threshold.
+        #expect(evaluation.operatingPoints["dog"] == nil)
+    }
+
     @Test func nothingFoundAndNothingThereScoreZeroNotNaN() {
         let none = Metrics.matchCounts(detections: [], truth: [], confidence: 0.25, iouThreshold: 0.5)
         #expect(none == Metrics.MatchCounts() && none.precision == 0 && none.recall == 0 && none.f1 == 0)

@@ -557,6 +557,11 @@ import WorkLane
         #expect(r.perClass.map(\.label) == ["square"])
         let square = try #require(r.perClass.first)
         #expect(square.truePositives + square.missed == 4, "every object is found or missed")
+        // Issue 41: each label's threshold with the best recall at precision ≥ 0.8, when one is that precise.
+        #expect(r.operatingPrecision == 0.8)
+        if let point = square.operatingPoint {
+            #expect(point.precision >= 0.8 && point.truePositives + point.missed == 4, "\(point)")
+        }
         #expect(
             r.warnings.count == 1
                 && r.warnings[0].hasPrefix(

@@ -104,4 +104,22 @@ import Testing
             at: root.appendingPathComponent("labels"), to: root.appendingPathComponent("boxes"))
         #expect(!DatasetCreate.looksLikeYOLO(root))
     }
+
+    /// Issue 41: `evaluate` prints each label's operating point, and "-" for one that no threshold makes precise.
+    @Test func evaluatePrintsEachLabelsOperatingPoint() {
+        var four = ClassificationV1.ClassScores()
+        four.label = "four"
+        four.operatingPoint = ClassificationV1.OperatingPoint(
+            confidence: 0.4, precision: 0.828, recall: 0.96, truePositives: 24, falsePositives: 5, missed: 1)
+        var three = ClassificationV1.ClassScores()
+        three.label = "three"
+        var response = ClassificationV1.EvaluateResponse()
+        response.perClass = [four, three]
+        response.operatingPrecision = 0.8
+        #expect(operatingPointTitle(response).hasPrefix("best recall at precision ≥ 0.80 (I/U 50%)"))
+        #expect(
+            operatingPointRows(response) == [
+                ["four", "0.400", "0.828", "0.960", "24", "5", "1"], ["three", "-", "-", "-", "-", "-", "-"],
+            ])
+    }
 }

@@ -63,6 +63,25 @@ func historyText(_ history: [ClassificationV1.TrainingEpoch]) -> [String] {
     return lines
 }
 
+/// `evaluate`'s heading over a detector's operating points (issue 41: "recall ≥ 0.8 at precision ≥ 0.8").
+func operatingPointTitle(_ r: ClassificationV1.EvaluateResponse) -> String {
+    String(
+        format: "best recall at precision ≥ %.2f (I/U 50%%), the confidence to detect at:", r.operatingPrecision ?? 0.8)
+}
+
+/// Per label: the threshold with the best recall at the wanted precision and its figures, "-" where no threshold is
+/// that precise (a row all the same, so the label is not lost from the table).
+func operatingPointRows(_ r: ClassificationV1.EvaluateResponse) -> [[String]] {
+    r.perClass.map { scores in
+        guard let point = scores.operatingPoint else { return [scores.label] + Array(repeating: "-", count: 6) }
+        return [
+            scores.label, String(format: "%.3f", point.confidence), String(format: "%.3f", point.precision),
+            String(format: "%.3f", point.recall), String(point.truePositives), String(point.falsePositives),
+            String(point.missed),
+        ]
+    }
+}
+
 func modelText(_ m: ClassificationV1.ModelSummary) -> String {
     var figures: [String] = []
     if let a = m.trainingAccuracy { figures.append("training \(percent(a))") }

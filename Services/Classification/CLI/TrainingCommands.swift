@@ -154,11 +154,12 @@ struct Evaluate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "evaluate",
         abstract:
-            "Accuracy, per-class precision/recall/F1 and the confusion matrix (classifiers); precision/recall/F1 at the confidence threshold and AP at IoU 0.5 and 0.5:0.95 (detectors).",
+            "Accuracy, per-class precision/recall/F1 and the confusion matrix (classifiers); precision/recall/F1 at the confidence threshold, AP at IoU 0.5 and 0.5:0.95 and each label's best recall at precision ≥ 0.8 (detectors).",
         discussion: """
             A detector's box is right when it overlaps an object of its label by IoU ≥ 0.5. AP50 is Create ML's \
-            "I/U 50 %" and AP50:95 its "varied I/U". Evaluating on images the model was trained on prints a warning \
-            on standard error (and in --json's "warnings").
+            "I/U 50 %" and AP50:95 its "varied I/U". Per label, the confidence threshold with the best recall at \
+            precision ≥ 0.8 is the one to detect at ("-": none is that precise). Evaluating on images the model \
+            was trained on prints a warning on standard error (and in --json's "warnings").
             """)
 
     @Argument(help: "The model to evaluate.") var model: String
@@ -194,6 +195,10 @@ struct Evaluate: AsyncParsableCommand {
                                     $0.ap5095.map { String(format: "%.3f", $0) } ?? "-",
                                 ]
                             })
+                        print(operatingPointTitle(r))
+                        printTable(
+                            ["LABEL", "CONFIDENCE", "PRECISION", "RECALL", "RIGHT", "WRONG", "MISSED"],
+                            operatingPointRows(r))
                     } else {
                         print("\(r.images) images: accuracy \(percent(r.accuracy))")
                         printTable(

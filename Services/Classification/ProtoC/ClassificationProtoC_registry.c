@@ -50,6 +50,7 @@ static const ProtobufCMessageDescriptor *const descriptors[] = {
     &menagerie__classification__v1__list_models_response__descriptor,
     &menagerie__classification__v1__model_file_chunk__descriptor,
     &menagerie__classification__v1__model_summary__descriptor,
+    &menagerie__classification__v1__operating_point__descriptor,
     &menagerie__classification__v1__search_catalogue_request__descriptor,
     &menagerie__classification__v1__search_catalogue_response__descriptor,
     &menagerie__classification__v1__set_active_model_request__descriptor,

@@ -380,6 +380,12 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                     entry.truePositives = Int64(counts.truePositives)
                     entry.falsePositives = Int64(counts.falsePositives)
                     entry.missed = Int64(counts.missed)
+                    entry.operatingPoint = evaluation.operatingPoints[label].map {
+                        ClassificationV1.OperatingPoint(
+                            confidence: $0.confidence, precision: $0.counts.precision, recall: $0.counts.recall,
+                            truePositives: Int64($0.counts.truePositives),
+                            falsePositives: Int64($0.counts.falsePositives), missed: Int64($0.counts.missed))
+                    }
                     return entry
                 }
                 response.map50 = evaluation.map50
@@ -388,6 +394,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                 response.recall = evaluation.overall.recall
                 response.f1 = evaluation.overall.f1
                 response.confidence = confidence
+                response.operatingPrecision = DetectorEvaluation.operatingPrecision
             }
             return response
         }

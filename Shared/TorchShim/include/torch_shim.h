@@ -99,6 +99,10 @@ void torch_optimizer_free(torch_optimizer optimizer);
 
 // MARK: TorchScript modules trained elsewhere
 int torch_script_load(const uint8_t *bytes, size_t length, torch_script *out);
+/// A copy of the module for inference only (torch.jit.freeze, then optimize_for_inference: weights made constants,
+/// batch norm folded into the convolutions before it), `method` kept callable beside forward. The copy cannot be
+/// trained or saved; the module is unchanged.
+int torch_script_frozen(torch_script module, const char *method, torch_script *out);
 /// Runs the method `name` (e.g. "forward") on input in eval mode without gradients; the output must be a tensor
 /// (or a tuple whose first element is one). A method the module lacks is an error naming it.
 int torch_script_run(torch_script module, const char *name, torch_tensor input, torch_tensor *out);

@@ -1032,6 +1032,10 @@ extension ClassificationV1 {
         public var truePositives: Int64 = 0
         public var falsePositives: Int64 = 0
         public var missed: Int64 = 0
+        /// Detectors: the confidence threshold with the best recall at precision >= the response's
+        /// `operating_precision` (IoU >= 0.5), what to run Detect at; absent when no threshold is that precise or the
+        /// label has no objects.
+        public var operatingPoint: ClassificationV1.OperatingPoint? = nil
 
         /// A message with every field at its default.
         public init() {}
@@ -1046,7 +1050,8 @@ extension ClassificationV1 {
             ap5095: Double? = nil,
             truePositives: Int64 = 0,
             falsePositives: Int64 = 0,
-            missed: Int64 = 0
+            missed: Int64 = 0,
+            operatingPoint: ClassificationV1.OperatingPoint? = nil
         ) {
             self.label = label
             self.precision = precision
@@ -1054,6 +1059,37 @@ extension ClassificationV1 {
             self.f1 = f1
             self.ap50 = ap50
             self.ap5095 = ap5095
+            self.truePositives = truePositives
+            self.falsePositives = falsePositives
+            self.missed = missed
+            self.operatingPoint = operatingPoint
+        }
+    }
+
+    /// A detector's confidence threshold and what it finds of one label there (counted as ClassScores counts).
+    public struct OperatingPoint: Sendable, Equatable {
+        public var confidence: Double = 0
+        public var precision: Double = 0
+        public var recall: Double = 0
+        public var truePositives: Int64 = 0
+        public var falsePositives: Int64 = 0
+        public var missed: Int64 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            confidence: Double = 0,
+            precision: Double = 0,
+            recall: Double = 0,
+            truePositives: Int64 = 0,
+            falsePositives: Int64 = 0,
+            missed: Int64 = 0
+        ) {
+            self.confidence = confidence
+            self.precision = precision
+            self.recall = recall
             self.truePositives = truePositives
             self.falsePositives = falsePositives
             self.missed = missed
@@ -1096,6 +1132,8 @@ extension ClassificationV1 {
         public var recall: Double? = nil
         public var f1: Double? = nil
         public var confidence: Double? = nil
+        /// Detectors: the precision each label's `operating_point` keeps (0.8).
+        public var operatingPrecision: Double? = nil
 
         /// A message with every field at its default.
         public init() {}
@@ -1113,7 +1151,8 @@ extension ClassificationV1 {
             precision: Double? = nil,
             recall: Double? = nil,
             f1: Double? = nil,
-            confidence: Double? = nil
+            confidence: Double? = nil,
+            operatingPrecision: Double? = nil
         ) {
             self.accuracy = accuracy
             self.perClass = perClass
@@ -1127,6 +1166,7 @@ extension ClassificationV1 {
             self.recall = recall
             self.f1 = f1
             self.confidence = confidence
+            self.operatingPrecision = operatingPrecision
         }
     }
 
@@ -2705,6 +2745,7 @@ extension ClassificationV1.ClassScores: ProtoMessage, ProtobufCBridged {
         truePositives = reader.value(7)
         falsePositives = reader.value(8)
         missed = reader.value(9)
+        operatingPoint = reader.optional(10)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -2717,6 +2758,42 @@ extension ClassificationV1.ClassScores: ProtoMessage, ProtobufCBridged {
         writer.set(7, truePositives)
         writer.set(8, falsePositives)
         writer.set(9, missed)
+        writer.set(10, operatingPoint)
+    }
+}
+
+extension ClassificationV1.OperatingPoint: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.classification.v1.OperatingPoint"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ClassificationProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        confidence = reader.value(1)
+        precision = reader.value(2)
+        recall = reader.value(3)
+        truePositives = reader.value(4)
+        falsePositives = reader.value(5)
+        missed = reader.value(6)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, confidence)
+        writer.set(2, precision)
+        writer.set(3, recall)
+        writer.set(4, truePositives)
+        writer.set(5, falsePositives)
+        writer.set(6, missed)
     }
 }
 
@@ -2776,6 +2853,7 @@ extension ClassificationV1.EvaluateResponse: ProtoMessage, ProtobufCBridged {
         recall = reader.optional(10)
         f1 = reader.optional(11)
         confidence = reader.optional(12)
+        operatingPrecision = reader.optional(13)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -2791,6 +2869,7 @@ extension ClassificationV1.EvaluateResponse: ProtoMessage, ProtobufCBridged {
         writer.set(10, recall)
         writer.set(11, f1)
         writer.set(12, confidence)
+        writer.set(13, operatingPrecision)
     }
 }
 
@@ -4245,6 +4324,7 @@ extension ClassificationV1.ClassScores: ProtoJSONMessage {
         ProtoJSONField(number: 7, protoName: "true_positives", jsonName: "truePositives", kind: .int64, cardinality: .singular),
         ProtoJSONField(number: 8, protoName: "false_positives", jsonName: "falsePositives", kind: .int64, cardinality: .singular),
         ProtoJSONField(number: 9, protoName: "missed", jsonName: "missed", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 10, protoName: "operating_point", jsonName: "operatingPoint", kind: .message, cardinality: .optional),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -4258,6 +4338,7 @@ extension ClassificationV1.ClassScores: ProtoJSONMessage {
         json.value(6, self.truePositives)
         json.value(7, self.falsePositives)
         json.value(8, self.missed)
+        json.optional(9, self.operatingPoint)
         return json.result
     }
 
@@ -4273,6 +4354,40 @@ extension ClassificationV1.ClassScores: ProtoJSONMessage {
         try json.value(6, into: &self.truePositives)
         try json.value(7, into: &self.falsePositives)
         try json.value(8, into: &self.missed)
+        try json.optional(9, into: &self.operatingPoint)
+    }
+}
+
+extension ClassificationV1.OperatingPoint: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "confidence", jsonName: "confidence", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "precision", jsonName: "precision", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "recall", jsonName: "recall", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "true_positives", jsonName: "truePositives", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "false_positives", jsonName: "falsePositives", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "missed", jsonName: "missed", kind: .int64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.confidence)
+        json.value(1, self.precision)
+        json.value(2, self.recall)
+        json.value(3, self.truePositives)
+        json.value(4, self.falsePositives)
+        json.value(5, self.missed)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.confidence)
+        try json.value(1, into: &self.precision)
+        try json.value(2, into: &self.recall)
+        try json.value(3, into: &self.truePositives)
+        try json.value(4, into: &self.falsePositives)
+        try json.value(5, into: &self.missed)
     }
 }
 
@@ -4311,6 +4426,7 @@ extension ClassificationV1.EvaluateResponse: ProtoJSONMessage {
         ProtoJSONField(number: 10, protoName: "recall", jsonName: "recall", kind: .double, cardinality: .optional),
         ProtoJSONField(number: 11, protoName: "f1", jsonName: "f1", kind: .double, cardinality: .optional),
         ProtoJSONField(number: 12, protoName: "confidence", jsonName: "confidence", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 13, protoName: "operating_precision", jsonName: "operatingPrecision", kind: .double, cardinality: .optional),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -4327,6 +4443,7 @@ extension ClassificationV1.EvaluateResponse: ProtoJSONMessage {
         json.optional(9, self.recall)
         json.optional(10, self.f1)
         json.optional(11, self.confidence)
+        json.optional(12, self.operatingPrecision)
         return json.result
     }
 
@@ -4345,6 +4462,7 @@ extension ClassificationV1.EvaluateResponse: ProtoJSONMessage {
         try json.optional(9, into: &self.recall)
         try json.optional(10, into: &self.f1)
         try json.optional(11, into: &self.confidence)
+        try json.optional(12, into: &self.operatingPrecision)
     }
 }
 
@@ -4842,6 +4960,7 @@ extension ClassificationV1 {
             ClassificationV1.ImportModelResponse.self,
             ClassificationV1.EvaluateRequest.self,
             ClassificationV1.ClassScores.self,
+            ClassificationV1.OperatingPoint.self,
             ClassificationV1.ConfusionRow.self,
             ClassificationV1.EvaluateResponse.self,
             ClassificationV1.ClassifyRequest.self,

@@ -145,6 +145,47 @@ public enum Metrics {
         return MatchCounts(truePositives: hits, falsePositives: matched.count - hits, missed: truth.count - hits)
     }
 
+    /// A confidence threshold and what `matchCounts` counts at it.
+    public struct OperatingPoint: Sendable, Equatable {
+        public var confidence: Double
+        public var counts: MatchCounts
+        public init(confidence: Double, counts: MatchCounts) {
+            self.confidence = confidence
+            self.counts = counts
+        }
+    }
+
+    /// The confidence threshold with the best recall whose precision is at least `minimumPrecision` (ties: the
+    /// higher precision, then the higher threshold) — the point to run a detector at when wrong boxes cost, as "recall
+    /// ≥ 0.8 at precision ≥ 0.8" asks. Only the detections' own confidences are candidates: between two of them the
+    /// counts do not change. `nil` when the class has no truth or no threshold reaches the precision.
+    public static func operatingPoint(
+        detections: [(image: Int, detection: Detection)], truth: [(image: Int, box: Box)],
+        minimumPrecision: Double, iouThreshold: Double
+    ) -> OperatingPoint? {
+        guard !truth.isEmpty else { return nil }
+        // Matching is greedy by confidence, so the boxes kept at a threshold match as they do among all boxes.
+        let confidences = detections.map(\.detection.confidence).sorted(by: >)
+        let matched = greedyMatches(detections: detections, truth: truth, iouThreshold: iouThreshold)
+        var best: OperatingPoint?
+        var hits = 0
+        for k in matched.indices {
+            if matched[k] { hits += 1 }
+            // A threshold keeps every box of its confidence: only the last of equal confidences is a point.
+            guard k == matched.count - 1 || confidences[k + 1] < confidences[k] else { continue }
+            let counts = MatchCounts(truePositives: hits, falsePositives: k + 1 - hits, missed: truth.count - hits)
+            guard counts.precision >= minimumPrecision else { continue }
+            if let current = best,
+                counts.recall < current.counts.recall
+                    || (counts.recall == current.counts.recall && counts.precision <= current.counts.precision)
+            {
+                continue
+            }
+            best = OperatingPoint(confidence: confidences[k], counts: counts)
+        }
+        return best
+    }
+
     /// For each detection in order of confidence (ties in given order), whether it matched a truth box.
     static func greedyMatches(
         detections: [(image: Int, detection: Detection)], truth: [(image: Int, box: Box)],

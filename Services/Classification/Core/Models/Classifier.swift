@@ -45,6 +45,7 @@ public final class Classifier: @unchecked Sendable {
                     tensors: file.tensors, classes: header.labels.count, width: Features.count(), model: "features"))
         case "torchscript", "transfer":
             let module = try ScriptFeatures(model: file, method: header.featureMethod ?? "forward")
+                .frozenForInference()
             if header.featureMethod != nil {
                 engine = .scriptHead(
                     module,

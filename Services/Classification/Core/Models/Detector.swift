@@ -180,7 +180,8 @@ public final class Detector: GridDetector, @unchecked Sendable {
 
 /// Detector evaluation as COCO computes it — per-class AP at IoU 0.5 (Create ML's "I/U 50 %") and averaged over
 /// 0.5:0.95 (its "varied I/U"), and their means — and what a user of `Detect` gets at its confidence threshold:
-/// per-class and overall precision, recall and F1, a box right when it overlaps an object of its label by IoU ≥ 0.5.
+/// per-class and overall precision, recall and F1, a box right when it overlaps an object of its label by IoU ≥ 0.5;
+/// and per class the threshold to run it at for the most objects found with few wrong boxes (`operatingPoints`).
 public struct DetectorEvaluation: Sendable, Equatable {
     public var ap50: [String: Double]
     public var ap50to95: [String: Double]
@@ -190,6 +191,12 @@ public struct DetectorEvaluation: Sendable, Equatable {
     public var counts: [String: Metrics.MatchCounts] = [:]
     public var overall = Metrics.MatchCounts()
     public var confidence = DetectorEvaluation.defaultConfidence
+    /// Per label, the confidence threshold with the best recall at precision ≥ `operatingPrecision` (IoU ≥ 0.5);
+    /// absent for a label without objects or that no threshold makes that precise.
+    public var operatingPoints: [String: Metrics.OperatingPoint] = [:]
+
+    /// The precision an operating point keeps: issue 41's "recall ≥ 0.8 at precision ≥ 0.8" for four-leaf clovers.
+    public static let operatingPrecision = 0.8
 
     /// `Detect`'s default threshold, so the figures describe the boxes a caller gets by default.
     public static let defaultConfidence = 0.25
@@ -239,6 +246,8 @@ public struct DetectorEvaluation: Sendable, Equatable {
                 detections: detections[c], truth: truth[c], confidence: confidence, iouThreshold: 0.5)
             evaluation.counts[label] = counts
             evaluation.overall = evaluation.overall + counts
+            evaluation.operatingPoints[label] = Metrics.operatingPoint(
+                detections: detections[c], truth: truth[c], minimumPrecision: operatingPrecision, iouThreshold: 0.5)
         }
         return evaluation
     }

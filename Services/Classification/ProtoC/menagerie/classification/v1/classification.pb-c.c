@@ -1627,6 +1627,51 @@ void   menagerie__classification__v1__class_scores__free_unpacked
   assert(message->base.descriptor == &menagerie__classification__v1__class_scores__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   menagerie__classification__v1__operating_point__init
+                     (Menagerie__Classification__V1__OperatingPoint         *message)
+{
+  static const Menagerie__Classification__V1__OperatingPoint init_value = MENAGERIE__CLASSIFICATION__V1__OPERATING_POINT__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__operating_point__get_packed_size
+                     (const Menagerie__Classification__V1__OperatingPoint *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__operating_point__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__operating_point__pack
+                     (const Menagerie__Classification__V1__OperatingPoint *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__operating_point__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__operating_point__pack_to_buffer
+                     (const Menagerie__Classification__V1__OperatingPoint *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__operating_point__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__OperatingPoint *
+       menagerie__classification__v1__operating_point__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__OperatingPoint *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__operating_point__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__operating_point__free_unpacked
+                     (Menagerie__Classification__V1__OperatingPoint *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__operating_point__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   menagerie__classification__v1__confusion_row__init
                      (Menagerie__Classification__V1__ConfusionRow         *message)
 {
@@ -4837,7 +4882,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__evaluate_request
   (ProtobufCMessageInit) menagerie__classification__v1__evaluate_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__class_scores__field_descriptors[9] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__class_scores__field_descriptors[10] =
 {
   {
     "label",
@@ -4947,6 +4992,18 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__class_score
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "operating_point",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ClassScores, operating_point),
+    &menagerie__classification__v1__operating_point__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__class_scores__field_indices_by_name[] = {
   4,   /* field[4] = ap50 */
@@ -4955,6 +5012,7 @@ static const unsigned menagerie__classification__v1__class_scores__field_indices
   7,   /* field[7] = false_positives */
   0,   /* field[0] = label */
   8,   /* field[8] = missed */
+  9,   /* field[9] = operating_point */
   1,   /* field[1] = precision */
   2,   /* field[2] = recall */
   6,   /* field[6] = true_positives */
@@ -4962,7 +5020,7 @@ static const unsigned menagerie__classification__v1__class_scores__field_indices
 static const ProtobufCIntRange menagerie__classification__v1__class_scores__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__class_scores__descriptor =
 {
@@ -4972,11 +5030,114 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__class_scores__de
   "Menagerie__Classification__V1__ClassScores",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__ClassScores),
-  9,
+  10,
   menagerie__classification__v1__class_scores__field_descriptors,
   menagerie__classification__v1__class_scores__field_indices_by_name,
   1,  menagerie__classification__v1__class_scores__number_ranges,
   (ProtobufCMessageInit) menagerie__classification__v1__class_scores__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__operating_point__field_descriptors[6] =
+{
+  {
+    "confidence",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__OperatingPoint, confidence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "precision",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__OperatingPoint, precision),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "recall",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__OperatingPoint, recall),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "true_positives",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__OperatingPoint, true_positives),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "false_positives",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__OperatingPoint, false_positives),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "missed",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__OperatingPoint, missed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__operating_point__field_indices_by_name[] = {
+  0,   /* field[0] = confidence */
+  4,   /* field[4] = false_positives */
+  5,   /* field[5] = missed */
+  1,   /* field[1] = precision */
+  2,   /* field[2] = recall */
+  3,   /* field[3] = true_positives */
+};
+static const ProtobufCIntRange menagerie__classification__v1__operating_point__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__operating_point__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.OperatingPoint",
+  "OperatingPoint",
+  "Menagerie__Classification__V1__OperatingPoint",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__OperatingPoint),
+  6,
+  menagerie__classification__v1__operating_point__field_descriptors,
+  menagerie__classification__v1__operating_point__field_indices_by_name,
+  1,  menagerie__classification__v1__operating_point__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__operating_point__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor menagerie__classification__v1__confusion_row__field_descriptors[2] =
@@ -5030,7 +5191,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__confusion_row__d
   (ProtobufCMessageInit) menagerie__classification__v1__confusion_row__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__evaluate_response__field_descriptors[12] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__evaluate_response__field_descriptors[13] =
 {
   {
     "accuracy",
@@ -5176,6 +5337,18 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__evaluate_re
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "operating_precision",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, _operating_precision_case),
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, operating_precision),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__evaluate_response__field_indices_by_name[] = {
   0,   /* field[0] = accuracy */
@@ -5186,6 +5359,7 @@ static const unsigned menagerie__classification__v1__evaluate_response__field_in
   2,   /* field[2] = labels */
   4,   /* field[4] = map50 */
   5,   /* field[5] = map50_95 */
+  12,   /* field[12] = operating_precision */
   1,   /* field[1] = per_class */
   8,   /* field[8] = precision */
   9,   /* field[9] = recall */
@@ -5194,7 +5368,7 @@ static const unsigned menagerie__classification__v1__evaluate_response__field_in
 static const ProtobufCIntRange menagerie__classification__v1__evaluate_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 12 }
+  { 0, 13 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__evaluate_response__descriptor =
 {
@@ -5204,7 +5378,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__evaluate_respons
   "Menagerie__Classification__V1__EvaluateResponse",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__EvaluateResponse),
-  12,
+  13,
   menagerie__classification__v1__evaluate_response__field_descriptors,
   menagerie__classification__v1__evaluate_response__field_indices_by_name,
   1,  menagerie__classification__v1__evaluate_response__number_ranges,

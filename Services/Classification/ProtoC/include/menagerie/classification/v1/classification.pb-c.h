@@ -52,6 +52,7 @@ typedef struct Menagerie__Classification__V1__ImportModelRequest Menagerie__Clas
 typedef struct Menagerie__Classification__V1__ImportModelResponse Menagerie__Classification__V1__ImportModelResponse;
 typedef struct Menagerie__Classification__V1__EvaluateRequest Menagerie__Classification__V1__EvaluateRequest;
 typedef struct Menagerie__Classification__V1__ClassScores Menagerie__Classification__V1__ClassScores;
+typedef struct Menagerie__Classification__V1__OperatingPoint Menagerie__Classification__V1__OperatingPoint;
 typedef struct Menagerie__Classification__V1__ConfusionRow Menagerie__Classification__V1__ConfusionRow;
 typedef struct Menagerie__Classification__V1__EvaluateResponse Menagerie__Classification__V1__EvaluateResponse;
 typedef struct Menagerie__Classification__V1__ClassifyRequest Menagerie__Classification__V1__ClassifyRequest;
@@ -1005,6 +1006,12 @@ struct  Menagerie__Classification__V1__ClassScores
   int64_t true_positives;
   int64_t false_positives;
   int64_t missed;
+  /*
+   * Detectors: the confidence threshold with the best recall at precision >= the response's
+   * `operating_precision` (IoU >= 0.5), what to run Detect at; absent when no threshold is that precise or the
+   * label has no objects.
+   */
+  Menagerie__Classification__V1__OperatingPoint *operating_point;
   Menagerie__Classification__V1__ClassScores__Ap50Case _ap50_case;
   union {
     /*
@@ -1019,7 +1026,25 @@ struct  Menagerie__Classification__V1__ClassScores
 };
 #define MENAGERIE__CLASSIFICATION__V1__CLASS_SCORES__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__class_scores__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0, MENAGERIE__CLASSIFICATION__V1__CLASS_SCORES___AP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__CLASS_SCORES___AP50_95__NOT_SET, {0} }
+    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0, NULL, MENAGERIE__CLASSIFICATION__V1__CLASS_SCORES___AP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__CLASS_SCORES___AP50_95__NOT_SET, {0} }
+
+
+/*
+ * A detector's confidence threshold and what it finds of one label there (counted as ClassScores counts).
+ */
+struct  Menagerie__Classification__V1__OperatingPoint
+{
+  ProtobufCMessage base;
+  double confidence;
+  double precision;
+  double recall;
+  int64_t true_positives;
+  int64_t false_positives;
+  int64_t missed;
+};
+#define MENAGERIE__CLASSIFICATION__V1__OPERATING_POINT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__operating_point__descriptor) \
+    , 0, 0, 0, 0, 0, 0 }
 
 
 /*
@@ -1073,6 +1098,12 @@ typedef enum {
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___CONFIDENCE__CASE)
 } Menagerie__Classification__V1__EvaluateResponse__ConfidenceCase;
 
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___OPERATING_PRECISION__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___OPERATING_PRECISION_OPERATING_PRECISION = 13
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___OPERATING_PRECISION__CASE)
+} Menagerie__Classification__V1__EvaluateResponse__OperatingPrecisionCase;
+
 struct  Menagerie__Classification__V1__EvaluateResponse
 {
   ProtobufCMessage base;
@@ -1122,10 +1153,17 @@ struct  Menagerie__Classification__V1__EvaluateResponse
   union {
     double confidence;
   };
+  Menagerie__Classification__V1__EvaluateResponse__OperatingPrecisionCase _operating_precision_case;
+  union {
+    /*
+     * Detectors: the precision each label's `operating_point` keeps (0.8).
+     */
+    double operating_precision;
+  };
 };
 #define MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__evaluate_response__descriptor) \
-    , 0, 0,NULL, 0,NULL, 0,NULL, 0, 0,NULL, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___MAP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___MAP50_95__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___PRECISION__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___RECALL__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___F1__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___CONFIDENCE__NOT_SET, {0} }
+    , 0, 0,NULL, 0,NULL, 0,NULL, 0, 0,NULL, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___MAP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___MAP50_95__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___PRECISION__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___RECALL__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___F1__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___CONFIDENCE__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___OPERATING_PRECISION__NOT_SET, {0} }
 
 
 typedef enum {
@@ -2181,6 +2219,25 @@ Menagerie__Classification__V1__ClassScores *
 void   menagerie__classification__v1__class_scores__free_unpacked
                      (Menagerie__Classification__V1__ClassScores *message,
                       ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__OperatingPoint methods */
+void   menagerie__classification__v1__operating_point__init
+                     (Menagerie__Classification__V1__OperatingPoint         *message);
+size_t menagerie__classification__v1__operating_point__get_packed_size
+                     (const Menagerie__Classification__V1__OperatingPoint   *message);
+size_t menagerie__classification__v1__operating_point__pack
+                     (const Menagerie__Classification__V1__OperatingPoint   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__operating_point__pack_to_buffer
+                     (const Menagerie__Classification__V1__OperatingPoint   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__OperatingPoint *
+       menagerie__classification__v1__operating_point__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__operating_point__free_unpacked
+                     (Menagerie__Classification__V1__OperatingPoint *message,
+                      ProtobufCAllocator *allocator);
 /* Menagerie__Classification__V1__ConfusionRow methods */
 void   menagerie__classification__v1__confusion_row__init
                      (Menagerie__Classification__V1__ConfusionRow         *message);
@@ -2671,6 +2728,9 @@ typedef void (*Menagerie__Classification__V1__EvaluateRequest_Closure)
 typedef void (*Menagerie__Classification__V1__ClassScores_Closure)
                  (const Menagerie__Classification__V1__ClassScores *message,
                   void *closure_data);
+typedef void (*Menagerie__Classification__V1__OperatingPoint_Closure)
+                 (const Menagerie__Classification__V1__OperatingPoint *message,
+                  void *closure_data);
 typedef void (*Menagerie__Classification__V1__ConfusionRow_Closure)
                  (const Menagerie__Classification__V1__ConfusionRow *message,
                   void *closure_data);
@@ -2989,6 +3049,7 @@ extern const ProtobufCMessageDescriptor menagerie__classification__v1__import_mo
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__import_model_response__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__evaluate_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__class_scores__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__operating_point__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__confusion_row__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__evaluate_response__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__classify_request__descriptor;
