@@ -79,7 +79,8 @@ enum SegmentReading {
         // digit lost after it), or where the reader reads a longer value over them or in their box widened by its
         // height (`8` and `2` of 82, `17.3` of 147.3: PP-OCR drops digits of segments): a part of a value.
         lines = try lines.map { line in
-            try doubting(line) { word in
+            let split = splitNumbers(line)
+            return try doubting(line) { word in
                 guard word.doubt == nil, !taken.contains(where: { overlap($0, word.box) > 0.5 }) else { return nil }
                 let digits = word.text.filter(\.isNumber)
                 guard !digits.isEmpty else { return nil }
@@ -89,9 +90,20 @@ enum SegmentReading {
                 let wide = try read(
                     TextBox(x: x0, y: box.y, width: x1 - x0, height: box.height, score: 1), in: pixels, reader: reader)
                 let readings = all.filter { overlap($0.box, box) > 0.5 }.map(\.reading) + (wide.map { [$0] } ?? [])
-                return readings.first { isLonger($0, than: digits) }.map {
-                    "PP-OCR read a part of the segment value \($0.text)"
+                if let longer = readings.first(where: { isLonger($0, than: digits) }) {
+                    return "PP-OCR read a part of the segment value \(longer.text)"
                 }
+                if let neighbours = split[word.box.x] {
+                    return "PP-OCR read \(neighbours) there, a value split at a gap between segments"
+                }
+                // Segments the reader read otherwise, sure or not (a part of PP-OCR's number too: it does not confirm
+                // the rest, `45` under `1.45` of 61.45): PP-OCR's reading of segments is the less reliable.
+                if let other = readings.first(where: {
+                    $0.strokesPerDigit >= minimumStrokesPerDigit && $0.text.filter(\.isNumber) != digits
+                }) {
+                    return "the segment reader read \(other.text) there"
+                }
+                return nil
             }
         }
         // PP-OCR's lines keep their order (a template's neighbourhoods and the text read are PP-OCR's); the reader's
@@ -148,6 +160,26 @@ enum SegmentReading {
         }?.reading.text
     }
 
+    /// PP-OCR's numbers on a line that stand beside another number, closer than their height (`6.9 9` of 6.99,
+    /// `7 2.5 4` of 72.54: PP-OCR splits segment digits at the gaps between segments), by their left edge, with the
+    /// numbers read together.
+    static func splitNumbers(_ line: PPOCRLine) -> [Int: String] {
+        let numbers = line.words.filter { $0.text.contains(where: \.isNumber) }.sorted { $0.box.x < $1.box.x }
+        var groups: [[PPOCRWord]] = []
+        for word in numbers {
+            if let last = groups.last?.last, word.box.x - (last.box.x + last.box.width) < max(last.box.height, 4) {
+                groups[groups.count - 1].append(word)
+            } else {
+                groups.append([word])
+            }
+        }
+        var split: [Int: String] = [:]
+        for group in groups where group.count > 1 {
+            for word in group { split[word.box.x] = group.map(\.text).joined(separator: " ") }
+        }
+        return split
+    }
+
     /// Whether the wider region's reading holds the value's digits after others: digits before the region (a
     /// leading digit lost is what makes 9.8 of 239.8). Digits after it are as often a unit's letters read as digits.
     static func hasLeadingDigits(_ wide: SevenSegmentReading, before reading: SevenSegmentReading) -> Bool {
@@ -189,11 +221,12 @@ enum SegmentReading {
         return line
     }
 
-    /// A number with two decimal points, or one at its end (`7.9.5`, `60.`), units and signs around it left aside.
+    /// A number with two decimal points, or one at its end (`7.9.5`, `60.`), or a letter between its digits (`3b3`:
+    /// a 6 without its top stroke read as a `b`), units and signs around it left aside.
     static func isMalformedNumber(_ text: String) -> Bool {
         let number = text.drop { !$0.isNumber }.reversed().drop { !$0.isNumber && $0 != "." && $0 != "," }.reversed()
         let points = number.filter { $0 == "." || $0 == "," }.count
-        return points > 1 || (number.last.map { $0 == "." || $0 == "," } ?? false)
+        return points > 1 || (number.last.map { $0 == "." || $0 == "," } ?? false) || number.contains(where: \.isLetter)
     }
 
     /// Whether `part`'s characters appear in `whole` in order (`17` in `147`).

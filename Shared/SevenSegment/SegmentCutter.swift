@@ -1,3 +1,5 @@
+import Foundation
+
 /// Grey pixels (0 black – 255 white), rows top to bottom.
 public struct GreyPixels: Sendable {
     public let width: Int
@@ -57,9 +59,10 @@ public enum SegmentCutter {
     public static let side = 32
 
     /// The cells left to right, or nil when the picture has no two-tone ink (blank, or no contrast).
-    public static func cut(_ grey: GreyPixels) -> [SegmentCell]? {
+    public static func cut(_ picture: GreyPixels) -> [SegmentCell]? {
+        guard picture.width >= 4, picture.height >= 8, let flat = flattened(picture) else { return nil }
+        let grey = levelled(flat)
         let (w, h) = (grey.width, grey.height)
-        guard w >= 4, h >= 8 else { return nil }
         let threshold = otsu(grey.bytes)
         // The background is the side of the threshold most of the border is on.
         var borderDark = 0, border = 0
@@ -231,6 +234,108 @@ public enum SegmentCutter {
             }
         }
         return cells
+    }
+
+    /// The picture's ink as light on a black background, its background's own light taken off: the background is
+    /// the picture with its strokes closed over (the maximum of minima over a square a seventh of the line high and
+    /// more, wider than any segment, of the picture with dark ink inverted: a top-hat). A glare patch or shadow
+    /// across the line lifts or darkens the background and its ink alike, so one threshold then holds for the whole
+    /// line (Otsu's on the picture itself lost the digits under a glare). The ink's polarity is the side of Otsu's
+    /// threshold most of the border is not on; nil without two tones.
+    static func flattened(_ grey: GreyPixels) -> GreyPixels? {
+        let (w, h) = (grey.width, grey.height)
+        let threshold = otsu(grey.bytes)
+        var borderDark = 0, border = 0
+        for x in 0..<w {
+            for y in [0, h - 1] {
+                border += 1
+                if grey.bytes[y * w + x] <= threshold { borderDark += 1 }
+            }
+        }
+        for y in 0..<h {
+            for x in [0, w - 1] {
+                border += 1
+                if grey.bytes[y * w + x] <= threshold { borderDark += 1 }
+            }
+        }
+        let inkIsLight = borderDark * 2 >= border
+        // Light ink as is; dark ink inverted, so the background is what an opening (minima, then maxima) leaves.
+        let values = grey.bytes.map { inkIsLight ? Int($0) : 255 - Int($0) }
+        let radius = max(2, h / 7)
+        let opened = extreme(
+            extreme(values, width: w, height: h, radius: radius, max: false), width: w, height: h,
+            radius: radius, max: true)
+        let flat = (0..<(w * h)).map { UInt8(max(0, min(255, values[$0] - opened[$0]))) }
+        guard flat.contains(where: { $0 >= 24 }) else { return nil }
+        return GreyPixels(width: w, height: h, bytes: flat)
+    }
+
+    /// The flattened line turned level: the turn in −12°…12° (by 1°) under which its ink's rows, a few per cent
+    /// off either end, span the fewest, when that is 4 % fewer than upright. A display photographed turned has its
+    /// digits on a slope, each glyph's box then off its neighbours' (slant is a shear the cut undoes; a turn is not).
+    static func levelled(_ flat: GreyPixels) -> GreyPixels {
+        let (w, h) = (flat.width, flat.height)
+        let threshold = otsu(flat.bytes)
+        var points: [(x: Double, y: Double)] = []
+        for y in 0..<h {
+            for x in 0..<w where flat.bytes[y * w + x] > threshold {
+                points.append((Double(x) - Double(w) / 2, Double(y) - Double(h) / 2))
+            }
+        }
+        guard points.count >= 20 else { return flat }
+        func span(_ degrees: Double) -> Double {
+            let (sine, cosine) = (sin(degrees * .pi / 180), cos(degrees * .pi / 180))
+            let rows = points.map { $0.y * cosine - $0.x * sine }.sorted()
+            return rows[rows.count * 97 / 100] - rows[rows.count * 3 / 100]
+        }
+        let upright = span(0)
+        var best = (degrees: 0.0, span: upright * 0.96)
+        for step in 1...12 {
+            for degrees in [Double(step), -Double(step)] {
+                let s = span(degrees)
+                if s < best.span { best = (degrees, s) }
+            }
+        }
+        guard best.degrees != 0 else { return flat }
+        // Each pixel of the level picture from the turned one (bilinear), black off its edges.
+        let (sine, cosine) = (sin(best.degrees * .pi / 180), cos(best.degrees * .pi / 180))
+        var out = [UInt8](repeating: 0, count: w * h)
+        for y in 0..<h {
+            for x in 0..<w {
+                let u = Double(x) - Double(w) / 2, v = Double(y) - Double(h) / 2
+                let sx = u * cosine + v * sine + Double(w) / 2, sy = -u * sine + v * cosine + Double(h) / 2
+                let x0 = Int(sx.rounded(.down)), y0 = Int(sy.rounded(.down))
+                guard x0 >= 0, y0 >= 0, x0 + 1 < w, y0 + 1 < h else { continue }
+                let fx = sx - Double(x0), fy = sy - Double(y0)
+                let p = { (xx: Int, yy: Int) in Double(flat.bytes[yy * w + xx]) }
+                let top = p(x0, y0) * (1 - fx) + p(x0 + 1, y0) * fx
+                let bottom = p(x0, y0 + 1) * (1 - fx) + p(x0 + 1, y0 + 1) * fx
+                out[y * w + x] = UInt8(max(0, min(255, (top * (1 - fy) + bottom * fy).rounded())))
+            }
+        }
+        return GreyPixels(width: w, height: h, bytes: out)
+    }
+
+    /// The minimum (or maximum) over a (2r + 1)² square around each pixel, clamped at the edges, in two passes.
+    static func extreme(_ values: [Int], width w: Int, height h: Int, radius r: Int, max isMax: Bool) -> [Int] {
+        let pick: (Int, Int) -> Int = isMax ? { Swift.max($0, $1) } : { Swift.min($0, $1) }
+        var across = values
+        for y in 0..<h {
+            for x in 0..<w {
+                var v = values[y * w + x]
+                for xx in Swift.max(0, x - r)...Swift.min(w - 1, x + r) { v = pick(v, values[y * w + xx]) }
+                across[y * w + x] = v
+            }
+        }
+        var out = across
+        for y in 0..<h {
+            for x in 0..<w {
+                var v = across[y * w + x]
+                for yy in Swift.max(0, y - r)...Swift.min(h - 1, y + r) { v = pick(v, across[yy * w + x]) }
+                out[y * w + x] = v
+            }
+        }
+        return out
     }
 
     /// Whether a stroke (sheared columns `from`…`to`, rows `top`…`bottom`) is a decimal point: at most 0.22 of the

@@ -58,25 +58,30 @@ public enum SegmentRegions {
     }
 
     /// Blobs of like height (within a factor 1.3) whose rows overlap by 80 % of the smaller, at most a height
-    /// apart, as lines.
+    /// apart, as lines. Each blob is compared with the line's last blob, not the line's box: a turned display's line
+    /// climbs or falls blob by blob, its box growing taller than any digit (a 10° turn broke lines after two digits).
     static func lines(_ blobs: [Box]) -> [Box] {
-        var lines: [Box] = []
+        var lines: [(box: Box, last: Box)] = []
         for blob in blobs.sorted(by: { $0.x < $1.x }) {
             if let index = lines.lastIndex(where: { line in
-                let overlap = min(line.y + line.height, blob.y + blob.height) - max(line.y, blob.y)
-                let small = min(line.height, blob.height), large = max(line.height, blob.height)
-                return overlap * 10 >= small * 8 && large * 10 <= small * 13 && blob.x - (line.x + line.width) <= large
+                let last = line.last
+                let overlap = min(last.y + last.height, blob.y + blob.height) - max(last.y, blob.y)
+                let small = min(last.height, blob.height), large = max(last.height, blob.height)
+                return overlap * 10 >= small * 8 && large * 10 <= small * 13
+                    && blob.x - (line.box.x + line.box.width) <= large
             }) {
-                let line = lines[index]
+                let line = lines[index].box
                 let x0 = min(line.x, blob.x), y0 = min(line.y, blob.y)
-                lines[index] = Box(
-                    x: x0, y: y0, width: max(line.x + line.width, blob.x + blob.width) - x0,
-                    height: max(line.y + line.height, blob.y + blob.height) - y0)
+                lines[index] = (
+                    Box(
+                        x: x0, y: y0, width: max(line.x + line.width, blob.x + blob.width) - x0,
+                        height: max(line.y + line.height, blob.y + blob.height) - y0), blob
+                )
             } else {
-                lines.append(blob)
+                lines.append((blob, blob))
             }
         }
-        return lines
+        return lines.map(\.box)
     }
 
     /// The mean of a (2r + 1)² window around each pixel (clamped at the edges), from an integral image.

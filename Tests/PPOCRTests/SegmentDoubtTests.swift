@@ -74,6 +74,24 @@ struct SegmentDoubtTests {
         #expect(!SegmentReading.isMalformedNumber("13.03V"))
         #expect(!SegmentReading.isMalformedNumber("-4.0"))
         #expect(!SegmentReading.isMalformedNumber("67"))
+        // A letter between digits: a 6 without its top stroke read as `b` (Tests/SevenSegmentHeldOut turned-glare-4's
+        // `3b3` for 363 at 0.90).
+        #expect(SegmentReading.isMalformedNumber("3b3"))
+        #expect(!SegmentReading.isMalformedNumber("PM2.5"))
+    }
+
+    /// PP-OCR splits segment digits at the gaps between segments (Tests/SevenSegmentHeldOut clean-3's `6.9 9` for
+    /// 6.99, glare-3's `7 2.5 4` for -72.54, read at 0.97–1.00): numbers closer than their height are each doubted;
+    /// numbers apart, or a number beside a word, are not.
+    @Test func numbersSplitAtAGapAreFlagged() {
+        let words = [
+            PPOCRWord(text: "6.9", confidence: 1, box: Self.box(100, 0, 60, 40)),
+            PPOCRWord(text: "9", confidence: 1, box: Self.box(175, 0, 25, 40)),
+            PPOCRWord(text: "kW", confidence: 1, box: Self.box(210, 0, 30, 40)),
+            PPOCRWord(text: "12", confidence: 1, box: Self.box(400, 0, 40, 40)),
+        ]
+        let line = PPOCRLine(text: "6.9 9 kW 12", confidence: 1, box: Self.box(100, 0, 340, 40), words: words)
+        #expect(SegmentReading.splitNumbers(line) == [100: "6.9 9", 175: "6.9 9"])
     }
 
     /// A doubted word is held under a template's threshold and says why; the line's confidence follows.

@@ -90,10 +90,59 @@ import TextRecognition
         #expect(pattern == ["g4", ".", "g7"])
     }
 
-    static func photos() throws -> [(name: String, condition: String, values: [String])] {
+    /// A glare patch (the background lifted from 150 to 250 across the right half, the ink with it) and a 10° turn:
+    /// the line is flattened and levelled before it is cut, so each digit is still one glyph of its strokes (before:
+    /// Otsu's one threshold took the glare for ink, and a turned line's glyphs were cut between its rows).
+    @Test func aLineUnderGlareOrTurnedIsCutIntoItsDigits() throws {
+        let (width, height) = (220, 80)
+        var bytes = [UInt8](repeating: 150, count: width * height)
+        Self.draw("48", into: &bytes, width: width, x: 40, y: 12, w: 30, h: 56, t: 7)
+        var glare = bytes
+        for y in 0..<height {
+            for x in 0..<width {
+                let lift = max(0, min(100, (x - 60) * 3))
+                glare[y * width + x] = UInt8(min(255, Int(bytes[y * width + x]) + lift))
+            }
+        }
+        let strokes = { (cells: [SegmentCell]) in
+            cells.map { cell -> String in
+                switch cell {
+                case .point: "."
+                case .glyph(_, _, let strokes): "g\(strokes)"
+                }
+            }
+        }
+        #expect(
+            try strokes(#require(SegmentCutter.cut(GreyPixels(width: width, height: height, bytes: glare)))) == [
+                "g4", "g7",
+            ])
+        // The same digits turned by 10° about the picture's centre.
+        let (sine, cosine) = (sin(10 * Double.pi / 180), cos(10 * Double.pi / 180))
+        var turned = [UInt8](repeating: 150, count: width * height)
+        for y in 0..<height {
+            for x in 0..<width {
+                let u = Double(x - width / 2), v = Double(y - height / 2)
+                let sx = Int((u * cosine - v * sine).rounded()) + width / 2,
+                    sy = Int((u * sine + v * cosine).rounded()) + height / 2
+                if sx >= 0, sx < width, sy >= 0, sy < height { turned[y * width + x] = bytes[sy * width + sx] }
+            }
+        }
+        #expect(
+            try strokes(#require(SegmentCutter.cut(GreyPixels(width: width, height: height, bytes: turned)))) == [
+                "g4", "g7",
+            ])
+    }
+
+    /// A turned display's line climbs blob by blob (a digit 60 high, the next 10 higher): it is one line, not
+    /// broken where the line's box grew taller than a digit (Tests/SevenSegmentPhotos angled-3's 37.7 was not found).
+    @Test func aTurnedLinesDigitsAreOneLine() {
+        let blobs = (0..<4).map { SegmentRegions.Box(x: 100 + $0 * 45, y: 200 - $0 * 10, width: 35, height: 60) }
+        #expect(SegmentRegions.lines(blobs) == [SegmentRegions.Box(x: 100, y: 170, width: 170, height: 90)])
+    }
+
+    static func photos(_ folder: String) throws -> [(name: String, condition: String, values: [String])] {
         let lines = try String(
-            contentsOf: DisplayReadingTests.root.appendingPathComponent("Tests/SevenSegmentPhotos/truth.tsv"),
-            encoding: .utf8
+            contentsOf: DisplayReadingTests.root.appendingPathComponent("\(folder)/truth.tsv"), encoding: .utf8
         )
         .split(separator: "\n").dropFirst()
         return lines.map { line in
@@ -102,50 +151,60 @@ import TextRecognition
         }
     }
 
-    /// Values read right (a word of the reading is the value, a unit glued after it allowed) per condition, PP-OCR
-    /// alone against PP-OCR with the reader; and every number of the reading with the reader sorted: right, right but
-    /// flagged (confidence under `RecordPolicy.minimumConfidence`, where a template flags it), wrong but flagged, wrong
-    /// and not flagged (a value a template would store as if right: none allowed). Prints the tables the README quotes.
-    @Test func segmentDisplaysAreReadWithTheReader() throws {
-        try #require(Self.installed, Self.missing)
+    /// What reading a folder of photos gave: values right per condition, PP-OCR alone and with the reader, and
+    /// every number of the reading with the reader sorted right, right but flagged, wrong but flagged, wrong and
+    /// not flagged.
+    struct Figures {
+        var conditions: [String] = []
+        var right: [String: (plain: Int, reader: Int, total: Int)] = [:]
+        var sorted: [String: [Int]] = [:]
+        var silentlyWrong: [String] = []
+        var lost: [String] = []
+        var all: (plain: Int, reader: Int, total: Int) {
+            right.values.reduce((0, 0, 0)) { ($0.0 + $1.plain, $0.1 + $1.reader, $0.2 + $1.total) }
+        }
+    }
+
+    /// Reads every photo of `folder` (its truth.tsv: file, condition, style, device, values) with PP-OCR alone and
+    /// with the reader, prints each reading and the tables the README quotes.
+    static func read(_ folder: String) throws -> Figures {
         let models = try DisplayReadingTests.models.get()
         let plain = try PPOCREngine(models: models)
         let withReader = try PPOCREngine(models: models, segments: try SevenSegmentModel.load(directory: Self.folder))
-        var right: [String: (plain: Int, reader: Int, total: Int)] = [:]
-        var conditions: [String] = []
-        var sorted: [String: [Int]] = [:], silentlyWrong: [String] = []
-        for photo in try Self.photos() {
+        var figures = Figures()
+        for photo in try Self.photos(folder) {
             let data = try Data(
-                contentsOf: DisplayReadingTests.root.appendingPathComponent("Tests/SevenSegmentPhotos/\(photo.name)"))
+                contentsOf: DisplayReadingTests.root.appendingPathComponent("\(folder)/\(photo.name)"))
             let image = try ImageDecoder().decode(data).pages[0]
             let pixels = RGBPixels(width: image.width, height: image.height, bytes: try image.rgbBytes())
             let plainWords = try plain.read(pixels).flatMap(\.words).map(\.text)
             let read = try withReader.read(pixels).flatMap(\.words)
             let readerWords = read.map(\.text)
-            if !conditions.contains(photo.condition) { conditions.append(photo.condition) }
-            var row = right[photo.condition] ?? (0, 0, 0)
+            if !figures.conditions.contains(photo.condition) { figures.conditions.append(photo.condition) }
+            var row = figures.right[photo.condition] ?? (0, 0, 0)
             for value in photo.values {
                 let found = { (words: [String]) in words.contains { Self.isValue($0, value) } }
                 row.plain += found(plainWords) ? 1 : 0
                 row.reader += found(readerWords) ? 1 : 0
                 row.total += 1
-                // The reader never costs a value PP-OCR read right.
-                #expect(
-                    !found(plainWords) || found(readerWords),
-                    "\(photo.name): \(value) lost with the reader (\(readerWords))")
+                if found(plainWords) && !found(readerWords) { figures.lost.append("\(photo.name): \(value)") }
             }
             for word in read where word.text.contains(where: \.isNumber) {
                 let isRight = photo.values.contains { Self.isValue(word.text, $0) }
                 let flagged = word.confidence < RecordPolicy.minimumConfidence
-                sorted[photo.condition, default: [0, 0, 0, 0]][isRight ? (flagged ? 1 : 0) : (flagged ? 2 : 3)] += 1
-                if !isRight, !flagged { silentlyWrong.append("\(photo.name): \(word.text) at \(word.confidence)") }
+                figures.sorted[photo.condition, default: [0, 0, 0, 0]][
+                    isRight ? (flagged ? 1 : 0) : (flagged ? 2 : 3)] +=
+                    1
+                if !isRight, !flagged {
+                    figures.silentlyWrong.append("\(photo.name): \(word.text) at \(word.confidence)")
+                }
             }
             print(
                 "\(photo.name) \(photo.values): PP-OCR \(plainWords), with the reader \(read.map { "\($0.text) \(String(format: "%.2f", $0.confidence))\($0.doubt.map { " (\($0))" } ?? "")" })"
             )
-            right[photo.condition] = row
+            figures.right[photo.condition] = row
         }
-        let all = right.values.reduce((0, 0, 0)) { ($0.0 + $1.plain, $0.1 + $1.reader, $0.2 + $1.total) }
+        let (conditions, right, all) = (figures.conditions, figures.right, figures.all)
         print("| reader | " + conditions.joined(separator: " | ") + " | all |")
         print(
             "| PP-OCR alone | " + conditions.map { "\(right[$0]!.plain)/\(right[$0]!.total)" }.joined(separator: " | ")
@@ -158,18 +217,47 @@ import TextRecognition
         for condition in conditions + ["all"] {
             let counts =
                 condition == "all"
-                ? (0..<4).map { column in sorted.values.map { $0[column] }.reduce(0, +) }
-                : sorted[condition] ?? [0, 0, 0, 0]
+                ? (0..<4).map { column in figures.sorted.values.map { $0[column] }.reduce(0, +) }
+                : figures.sorted[condition] ?? [0, 0, 0, 0]
             print("| \(condition) | " + counts.map(String.init).joined(separator: " | ") + " |")
         }
+        return figures
+    }
+
+    /// Values read right (a word of the reading is the value, a unit glued after it allowed) per condition, PP-OCR
+    /// alone against PP-OCR with the reader; and every number of the reading with the reader sorted: right, right but
+    /// flagged (confidence under `RecordPolicy.minimumConfidence`, where a template flags it), wrong but flagged, wrong
+    /// and not flagged (a value a template would store as if right: none allowed). Prints the tables the README quotes.
+    @Test func segmentDisplaysAreReadWithTheReader() throws {
+        try #require(Self.installed, Self.missing)
+        let figures = try Self.read("Tests/SevenSegmentPhotos")
+        let all = figures.all
+        // The reader never costs a value PP-OCR read right.
+        #expect(figures.lost.isEmpty, "lost with the reader: \(figures.lost)")
         // The issue's goal is 90 % of seven-segment values right; the reader does not reach it yet (README, "Seven
-        // segments"): it must add values, never lose one. 32 since an unsure value stands, flagged, where PP-OCR read
-        // no number (27 before with the same model); 30 leaves room for a retrained model's small differences.
+        // segments"): it must add values, never lose one. 35 since lines are flattened and levelled before they are
+        // cut (32 before); 33 leaves room for a retrained model's small differences.
         #expect(all.1 > all.0, "\(all.1) of \(all.2) values right with the reader, \(all.0) without")
-        #expect(all.1 >= 30, "\(all.1) of \(all.2) values right with the reader")
+        #expect(all.1 >= 33, "\(all.1) of \(all.2) values right with the reader")
         // No number wrong without a flag, the reader's or PP-OCR's (before: `343` for 34.3 and `01.` for 60.1 at 0.90,
         // PP-OCR's `7.9.5`, `1.4.5`, `60.`, and `8` and `2` of 82, all unflagged).
-        #expect(silentlyWrong.isEmpty, "read wrong without a flag: \(silentlyWrong)")
+        #expect(figures.silentlyWrong.isEmpty, "read wrong without a flag: \(figures.silentlyWrong)")
+    }
+
+    /// The same on Tests/SevenSegmentHeldOut, a second generator's displays (its own segment geometry, digit forms,
+    /// colours, turns up to 12°, glare streaks, shadows, noise): a change tuned to the first set is checked on
+    /// displays neither it nor the training renderer drew.
+    @Test func heldOutDisplaysAreReadWithTheReader() throws {
+        try #require(Self.installed, Self.missing)
+        let figures = try Self.read("Tests/SevenSegmentHeldOut")
+        #expect(figures.lost.isEmpty, "lost with the reader: \(figures.lost)")
+        // 34 of 54 right (29 by PP-OCR alone); 32 leaves room for a retrained model's small differences.
+        #expect(figures.all.1 >= 32, "\(figures.all.1) of \(figures.all.2) values right with the reader")
+        // Not yet none wrong without a flag (README, "Seven segments"): 21 before PP-OCR's split and contradicted
+        // numbers were doubted; 3 left, PP-OCR's alone where heavy or blurred segments touch (they look like print
+        // to the stroke count, and the reader reads nothing there): turned-4's `152` for 162, noisy-2's `243` for
+        // 24.3, turned-glare-1's `7.9` for 79. No more may come.
+        #expect(figures.silentlyWrong.count <= 3, "read wrong without a flag: \(figures.silentlyWrong)")
     }
 
     /// Whether a word read is `value`, with a unit or sign glued after it (`25.3°C`, `67%`).
