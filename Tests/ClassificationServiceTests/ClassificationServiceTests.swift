@@ -663,14 +663,16 @@ import WorkLane
 
     /// Issue 26: cancelling a training threw its work away; the job now keeps the best model it had, marked as
     /// such, and ends CANCELLED.
+    /// 48 photos, so that 2 × 1000 epochs outlast a cancel that a loaded machine delivers late (with 12 the training
+    /// could end before it: SUCCEEDED).
     @Test func aCancelledTrainingKeepsTheBestModelSoFar() async throws {
         var files: [(path: String, bytes: [UInt8])] = []
-        for n in 0..<12 {
-            let shade = UInt8(n * 20)
+        for n in 0..<48 {
+            let shade = UInt8(n * 5)
             files.append(
                 (
                     "\(n % 2 == 0 ? "dark" : "light")/\(n).jpg",
-                    try Self.photo(n % 2 == 0 ? (shade, 0, 0) : (0, 0, 255 - shade))
+                    try Self.photo(n % 2 == 0 ? (shade, 0, 0) : (0, 0, 255 - shade), side: 32)
                 ))
         }
         try store.saveDataset(try DatasetBuilder.classification(files: files), name: "colours")
