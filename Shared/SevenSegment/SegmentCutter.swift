@@ -65,20 +65,7 @@ public enum SegmentCutter {
         let (w, h) = (grey.width, grey.height)
         let threshold = otsu(grey.bytes)
         // The background is the side of the threshold most of the border is on.
-        var borderDark = 0, border = 0
-        for x in 0..<w {
-            for y in [0, h - 1] {
-                border += 1
-                if grey.bytes[y * w + x] <= threshold { borderDark += 1 }
-            }
-        }
-        for y in 0..<h {
-            for x in [0, w - 1] {
-                border += 1
-                if grey.bytes[y * w + x] <= threshold { borderDark += 1 }
-            }
-        }
-        let inkIsLight = borderDark * 2 >= border
+        let inkIsLight = mostOfTheBorderIsDark(grey, threshold: threshold)
         var inkSum = 0.0, inkCount = 0, backSum = 0.0, backCount = 0
         var ink = [Bool](repeating: false, count: w * h)
         for i in 0..<(w * h) {
@@ -236,15 +223,10 @@ public enum SegmentCutter {
         return cells
     }
 
-    /// The picture's ink as light on a black background, its background's own light taken off: the background is
-    /// the picture with its strokes closed over (the maximum of minima over a square a seventh of the line high and
-    /// more, wider than any segment, of the picture with dark ink inverted: a top-hat). A glare patch or shadow
-    /// across the line lifts or darkens the background and its ink alike, so one threshold then holds for the whole
-    /// line (Otsu's on the picture itself lost the digits under a glare). The ink's polarity is the side of Otsu's
-    /// threshold most of the border is not on; nil without two tones.
-    static func flattened(_ grey: GreyPixels) -> GreyPixels? {
+    /// Whether at least half of the picture's border pixels are at or under `threshold`: the background is the side
+    /// of the threshold most of the border is on, so the ink is light when the border is dark.
+    static func mostOfTheBorderIsDark(_ grey: GreyPixels, threshold: UInt8) -> Bool {
         let (w, h) = (grey.width, grey.height)
-        let threshold = otsu(grey.bytes)
         var borderDark = 0, border = 0
         for x in 0..<w {
             for y in [0, h - 1] {
@@ -258,7 +240,19 @@ public enum SegmentCutter {
                 if grey.bytes[y * w + x] <= threshold { borderDark += 1 }
             }
         }
-        let inkIsLight = borderDark * 2 >= border
+        return borderDark * 2 >= border
+    }
+
+    /// The picture's ink as light on a black background, its background's own light taken off: the background is
+    /// the picture with its strokes closed over (the maximum of minima over a square a seventh of the line high and
+    /// more, wider than any segment, of the picture with dark ink inverted: a top-hat). A glare patch or shadow
+    /// across the line lifts or darkens the background and its ink alike, so one threshold then holds for the whole
+    /// line (Otsu's on the picture itself lost the digits under a glare). The ink's polarity is the side of Otsu's
+    /// threshold most of the border is not on; nil without two tones.
+    static func flattened(_ grey: GreyPixels) -> GreyPixels? {
+        let (w, h) = (grey.width, grey.height)
+        let threshold = otsu(grey.bytes)
+        let inkIsLight = mostOfTheBorderIsDark(grey, threshold: threshold)
         // Light ink as is; dark ink inverted, so the background is what an opening (minima, then maxima) leaves.
         let values = grey.bytes.map { inkIsLight ? Int($0) : 255 - Int($0) }
         let radius = max(2, h / 7)
