@@ -70,7 +70,9 @@ import Testing
         let lines = csv.components(separatedBy: "\r\n")
         #expect(lines[0] == "Date,Date source,Volts,\"Amps, DC\",Uncertain")
         #expect(lines.count == 5 && lines[4].isEmpty)
-        #expect(lines[1].hasSuffix(",12.6,3.2,\"Amps, DC\""), "a numeric column, the flag named")
+        #expect(
+            lines[1].hasSuffix(",12.6,3.2,\"Amps, DC: read with confidence 0.80 (under 0.85)\""),
+            "a numeric column, the flag named with its reason")
 
         let renamed = try await ocr.renameValues(
             OcrV1.RenameValuesRequest(template: "Battery", renames: [OcrV1.ValueRename(from: "Volts", to: "V")]))
