@@ -182,7 +182,8 @@ import Testing
         let lines = csv.components(separatedBy: "\r\n")
         #expect(lines[0] == "\u{FEFF}Date;Date source;Napětí;Amps, DC;Uncertain")
         // "=1+1" was sent at 0.7 without a reason: stored flagged (the 12.6 beside it was edited, so checked).
-        #expect(lines[1] == "2026-09-21T15:13:20+02:00;given;12.9;'=1+1;Amps, DC")
+        #expect(
+            lines[1] == "2026-09-21T15:13:20+02:00;given;12.9;'=1+1;Amps, DC: read with confidence 0.70 (under 0.85)")
         #expect(
             await code {
                 for try await _ in ocr.exportRecords(
