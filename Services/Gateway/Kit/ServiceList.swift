@@ -102,6 +102,20 @@ public struct ServicesFileError: Error, Equatable, CustomStringConvertible {
 /// read it here. `[service]` sections of `key = value` lines, `#` comment
 /// lines; a key it does not know is an error, so a key is added here (and to the file's header) only.
 public enum ServiceList {
+    /// `text` as a decimal number of 1 to `digits` ASCII digits within `range`, nil otherwise: the one rule for a
+    /// section's ports and counts.
+    static func decimal(_ text: String, digits: Int, in range: ClosedRange<Int>) -> Int? {
+        guard (1...digits).contains(text.count), text.allSatisfy(\.isASCIIDigit), let number = Int(text),
+            range.contains(number)
+        else { return nil }
+        return number
+    }
+
+    /// A value's words, split at spaces and tabs (`models`, `packages`, `resources`).
+    static func words(_ text: String) -> [String] {
+        text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+    }
+
     /// The keys a section may set; `arg` may repeat.
     public static let keys = [
         "port", "replicas", "data", "nodes", "arg", "proto", "models", "cluster", "blobs", "container", "kubernetes",
@@ -204,14 +218,12 @@ public enum ServiceList {
             }
             switch key {
             case "port":
-                guard value.count <= 5, value.allSatisfy(\.isASCIIDigit), let port = Int(value),
-                    (1...65535).contains(port)
-                else {
+                guard let port = decimal(value, digits: 5, in: 1...65535) else {
                     throw fail(number, "port must be a number 1-65535 (got '\(value)')")
                 }
                 current!.port = port
             case "replicas":
-                guard (1...5).contains(value.count), value.allSatisfy(\.isASCIIDigit), let replicas = Int(value) else {
+                guard let replicas = decimal(value, digits: 5, in: 0...99999) else {
                     throw fail(number, "replicas must be a number 0-99999 (got '\(value)')")
                 }
                 current!.settings.replicas = replicas
@@ -252,7 +264,7 @@ public enum ServiceList {
                         "models needs the names of what compose installs (models = \(installers.joined(separator: " ")))"
                     )
                 }
-                for model in value.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init) {
+                for model in words(value) {
                     guard installers.contains(model) else {
                         throw fail(
                             number,
@@ -275,7 +287,7 @@ public enum ServiceList {
                     current!.settings.kubernetes = value
                 }
             case "packages":
-                let packages = value.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+                let packages = words(value)
                 guard !packages.isEmpty,
                     packages.allSatisfy({
                         $0.allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber || "+-.".contains($0)) }
@@ -286,21 +298,19 @@ public enum ServiceList {
                 }
                 current!.settings.packages = packages
             case "pods":
-                guard (1...3).contains(value.count), value.allSatisfy(\.isASCIIDigit), let pods = Int(value), pods >= 1
-                else {
+                guard let pods = decimal(value, digits: 3, in: 1...999) else {
                     throw fail(number, "pods must be a number 1-999 (got '\(value)')")
                 }
                 current!.settings.pods = pods
             case "resources":
-                let parts = value.split(whereSeparator: { $0 == " " || $0 == "\t" })
+                let parts = words(value)
                 guard parts.count == 3, parts.allSatisfy(PodResources.isQuantity) else {
                     throw fail(
                         number,
                         "resources must be a CPU request, a memory request and a memory limit (resources = 250m 256Mi 1Gi; got '\(value)')"
                     )
                 }
-                current!.settings.resources = PodResources(
-                    cpu: String(parts[0]), memory: String(parts[1]), memoryLimit: String(parts[2]))
+                current!.settings.resources = PodResources(cpu: parts[0], memory: parts[1], memoryLimit: parts[2])
             case "volume":
                 guard PodResources.isQuantity(value) else {
                     throw fail(number, "volume must be a size (volume = 2Gi; got '\(value)')")
