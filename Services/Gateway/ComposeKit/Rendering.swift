@@ -4,7 +4,7 @@ import GatewayKit
 /// A service's deploy files, rendered from what the services file says of it (port, models, cluster, blobs, args,
 /// packages, pods, resources, volume): its Containerfile and its Kubernetes manifest, and the kustomization that lists
 /// them all. A new service gets them from its section; the files in deploy/ are this rendering's output, which
-/// DeployTests hold them to (`compose/compose render containers|kubernetes` writes them again).
+/// ComposeKitTests hold them to (`compose/compose render containers|kubernetes` writes them again).
 public enum Rendering {
     /// The one-way latency in ms the pods' dqlite clusters derive their timeouts from (compose's default).
     static let clusterLatency = 20
