@@ -75,21 +75,32 @@ enum SegmentReading {
             }
             lines[index] = replacing(lines[index], with: word)
         }
+        // What the reader reads over each of PP-OCR's numbers that no value of its own replaced: the regions over it
+        // and its box widened by its height.
+        var readingsOver: [Int: [SevenSegmentReading]] = [:]
+        for (index, word) in lines.flatMap(\.words).enumerated()
+        where word.doubt == nil && word.text.contains(where: \.isNumber)
+            && !taken.contains(where: { overlap($0, word.box) > 0.5 })
+        {
+            let box = word.box, x0 = max(0, box.x - box.height), x1 = min(pixels.width, box.x + box.width + box.height)
+            let wide = try read(
+                TextBox(x: x0, y: box.y, width: x1 - x0, height: box.height, score: 1), in: pixels, reader: reader)
+            readingsOver[index] = all.filter { overlap($0.box, box) > 0.5 }.map(\.reading) + (wide.map { [$0] } ?? [])
+        }
+        // A segment display: the reader read a value of segments somewhere in the picture, or segments under one of
+        // PP-OCR's numbers (a display whose heavy or blurred segments touch gives the reader little more).
+        let segmentDisplay = isSegmentDisplay(all.map(\.reading), underNumbers: Array(readingsOver.values.joined()))
         // PP-OCR's own numbers that are no number (`7.9.5`, `60.`: a point read in a gap between segments, or a
         // digit lost after it), or where the reader reads a longer value over them or in their box widened by its
         // height (`8` and `2` of 82, `17.3` of 147.3: PP-OCR drops digits of segments): a part of a value.
-        lines = try lines.map { line in
+        var index = -1
+        lines = lines.map { line in
             let split = splitNumbers(line)
-            return try doubting(line) { word in
-                guard word.doubt == nil, !taken.contains(where: { overlap($0, word.box) > 0.5 }) else { return nil }
+            return doubting(line) { word in
+                index += 1
+                guard let readings = readingsOver[index] else { return nil }
                 let digits = word.text.filter(\.isNumber)
-                guard !digits.isEmpty else { return nil }
                 if isMalformedNumber(word.text) { return "\(word.text) is no well-formed number" }
-                let box = word.box, x0 = max(0, box.x - box.height),
-                    x1 = min(pixels.width, box.x + box.width + box.height)
-                let wide = try read(
-                    TextBox(x: x0, y: box.y, width: x1 - x0, height: box.height, score: 1), in: pixels, reader: reader)
-                let readings = all.filter { overlap($0.box, box) > 0.5 }.map(\.reading) + (wide.map { [$0] } ?? [])
                 if let longer = readings.first(where: { isLonger($0, than: digits) }) {
                     return "PP-OCR read a part of the segment value \(longer.text)"
                 }
@@ -103,7 +114,7 @@ enum SegmentReading {
                 }) {
                     return "the segment reader read \(other.text) there"
                 }
-                return nil
+                return segmentDisplay ? unconfirmed(word.text, readings: readings) : nil
             }
         }
         // PP-OCR's lines keep their order (a template's neighbourhoods and the text read are PP-OCR's); the reader's
@@ -227,6 +238,37 @@ enum SegmentReading {
         let number = text.drop { !$0.isNumber }.reversed().drop { !$0.isNumber && $0 != "." && $0 != "," }.reversed()
         let points = number.filter { $0 == "." || $0 == "," }.count
         return points > 1 || (number.last.map { $0 == "." || $0 == "," } ?? false) || number.contains(where: \.isLetter)
+    }
+
+    /// Whether the picture shows a segment display: the reader read a value of segments (two digits or more, of two
+    /// strokes or more each on average) in one of its regions, or segments under one of PP-OCR's numbers (a
+    /// display whose heavy or blurred segments touch gives the reader little more), sure or not.
+    static func isSegmentDisplay(_ regions: [SevenSegmentReading], underNumbers: [SevenSegmentReading]) -> Bool {
+        regions.contains { $0.digits >= 2 && $0.strokesPerDigit >= minimumStrokesPerDigit }
+            || underNumbers.contains { $0.strokesPerDigit >= minimumStrokesPerDigit }
+    }
+
+    /// Why PP-OCR's number on a segment display is in doubt, or nil where the reader read it alike, point and all,
+    /// as segments: where heavy or blurred segments touch they look like print to the stroke count, the reader reads
+    /// nothing or reads print, and PP-OCR drops a point (`243` of 24.3), adds one (`7.9` of 79) or takes a 5 for a 6
+    /// (`152` of 162) at 0.9 and more (Tests/SevenSegmentHeldOut's turned-4, noisy-2, turned-glare-1).
+    static func unconfirmed(_ word: String, readings: [SevenSegmentReading]) -> String? {
+        if readings.contains(where: {
+            $0.strokesPerDigit >= minimumStrokesPerDigit && numeral($0.text) == numeral(word)
+        }) {
+            return nil
+        }
+        guard let other = readings.first else {
+            return "a number on a segment display that the segment reader could not read"
+        }
+        return numeral(other.text) == numeral(word)
+            ? "a number on a segment display whose strokes look like print to the segment reader"
+            : "a number on a segment display that the segment reader read as \(other.text)"
+    }
+
+    /// A word's digits and decimal point, units and signs around them left aside (`25.3` of `25.3°C`, `-0.5`'s `0.5`).
+    static func numeral(_ text: String) -> String {
+        String(text.filter { $0.isNumber || $0 == "." || $0 == "," }.map { $0 == "," ? "." : $0 })
     }
 
     /// Whether `part`'s characters appear in `whole` in order (`17` in `147`).

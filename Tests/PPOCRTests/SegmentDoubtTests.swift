@@ -94,6 +94,26 @@ struct SegmentDoubtTests {
         #expect(SegmentReading.splitNumbers(line) == [100: "6.9 9", 175: "6.9 9"])
     }
 
+    /// On a segment display PP-OCR's number stands only where the reader read it alike as segments (Tests/
+    /// SevenSegmentHeldOut: turned-4's `152` for 162 and turned-glare-1's `7.9` for 79 where the reader read other
+    /// digits or nothing, noisy-2's `243` for 24.3 where it read the same strokes as print, all unflagged at 0.87–1.0).
+    @Test func aNumberOnASegmentDisplayTheReaderDidNotConfirmIsFlagged() {
+        #expect(SegmentReading.unconfirmed("25.0", readings: [Self.reading("25.0")]) == nil)
+        #expect(SegmentReading.unconfirmed("25.3°C", readings: [Self.reading("25.3")]) == nil, "a unit is no digit")
+        #expect(SegmentReading.unconfirmed("-0.5", readings: [Self.reading("-0.5")]) == nil)
+        #expect(SegmentReading.unconfirmed("152", readings: [Self.reading("16")])?.contains("read as 16") == true)
+        #expect(SegmentReading.unconfirmed("7.9", readings: [])?.contains("could not read") == true)
+        #expect(SegmentReading.unconfirmed("7.9", readings: [Self.reading("79")]) != nil, "a point the reader lacks")
+        #expect(
+            SegmentReading.unconfirmed("243", readings: [Self.reading("243", strokes: 1)])?.contains("like print")
+                == true)
+        // The display is one of segments when a region reads two digits of segments, or one does under a number.
+        #expect(SegmentReading.isSegmentDisplay([Self.reading("25.0")], underNumbers: []))
+        #expect(SegmentReading.isSegmentDisplay([], underNumbers: [Self.reading("1")]))
+        // A lone segment-like `8` elsewhere (a panel's frame) or print under the numbers is not.
+        #expect(!SegmentReading.isSegmentDisplay([Self.reading("8")], underNumbers: [Self.reading("243", strokes: 1)]))
+    }
+
     /// A doubted word is held under a template's threshold and says why; the line's confidence follows.
     @Test func aDoubtedWordIsHeldUnderTheThreshold() {
         let word = PPOCRWord(text: "8", confidence: 1, box: Self.box(0, 0, 10, 20))
