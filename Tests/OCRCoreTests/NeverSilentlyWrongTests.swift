@@ -100,6 +100,10 @@ import TextRecognition
             ])
         let values = try #require(record).values
         #expect(values[0].uncertainty == "read with confidence 0.56 (under 0.85)" && values[1].isUncertain, "\(values)")
+        // Just under the threshold reads as under it (display seven-segment-3's 0.849 was "0.85 (under 0.85)").
+        #expect(TemplateMatcher.lowConfidence(0.849) == "read with confidence 0.84 (under 0.85)")
+        #expect(
+            TemplateMatcher.lowConfidence(0.29) == "read with confidence 0.29 (under 0.85)", "0.29 × 100 is 28.999…")
         #expect(!values[2].isUncertain && values[2].text == "80" && values[2].unit == "%" && values[2].raw == "80 %")
         // A record whose client dropped the flag is flagged all the same; a typed value is the person's.
         let added = try store.addRecord(

@@ -153,8 +153,9 @@ public enum TemplateMatcher {
         return reasons
     }
 
+    /// The confidence cut to two decimals, not rounded: 0.849 is "0.84 (under 0.85)", never "0.85 (under 0.85)".
     static func lowConfidence(_ confidence: Double) -> String {
-        "read with confidence \(format(confidence)) (under \(format(minimumConfidence)))"
+        "read with confidence \(format((confidence * 100 + 1e-9).rounded(.down) / 100)) (under \(format(minimumConfidence)))"
     }
 
     /// A value about to be stored, checked as a reading is (`doubts`, an empty one "nothing was read there") unless
