@@ -53,6 +53,32 @@ import Testing
         }
     }
 
+    /// A correction of the template's first record teaches the shape its misreading taught (a thermostat's first
+    /// photo read `2~6` for 27.6: every later 27.x was flagged "its shape ##.# is not the learned #~#"); a later
+    /// record's correction, or one of a value read as learned, teaches nothing.
+    @Test func correctingTheFirstRecordRelearnsItsShape() throws {
+        let learned = [
+            ValueDefinition(name: "Set", region: values[0].region, shape: "#~#", label: "SET"),
+            ValueDefinition(name: "Room", region: values[1].region, shape: "#.#°C", label: "ROOM"),
+        ]
+        let (template, first) = try store.createTemplate(
+            name: "Thermostat", values: learned,
+            firstRecord: [
+                RecordValue(name: "", text: "2~6", confidence: 0.6),
+                RecordValue(name: "", text: "6.8", confidence: 0.9, raw: "6.8"),
+            ])
+        let later = try store.addRecord(templateID: template.id, values: values("27.1", "7.0"))
+        _ = try store.updateRecord(id: later.id, values: ["Set": "27.9"])
+        #expect(try store.template(id: template.id).values.map(\.shape) == ["#~#", "#.#°C"], "a later record")
+        _ = try store.updateRecord(id: try #require(first).id, values: ["Set": "27.6", "Room": "6.8"])
+        #expect(try store.template(id: template.id).values.map(\.shape) == ["##.#", "#.#°C"])
+        // The unit learned beside the value stays when the correction types none.
+        #expect(ValueShape.relearned("#.#°C", readAs: "6.8", or: "", correctedTo: "16.8") == "##.#°C")
+        #expect(ValueShape.relearned("#.#V", readAs: "", or: "9.8", correctedTo: "239.8 V") == "###.#V")
+        #expect(ValueShape.relearned("##.#V", readAs: "9.8", or: "", correctedTo: "239.8") == nil, "not what taught it")
+        #expect(ValueShape.relearned("~#.#V", readAs: "9.8", or: "", correctedTo: "239.8") == nil, "a legacy shape")
+    }
+
     @Test func createListShowRenameAndDelete() throws {
         let (battery, first) = try store.createTemplate(
             name: "Battery", description: "the shed's monitor", values: values, firstRecord: values("12.6", "3.2"),

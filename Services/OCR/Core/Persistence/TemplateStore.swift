@@ -217,6 +217,17 @@ public struct TemplateStore: Sendable {
                 ON CONFLICT (record_id, position) DO UPDATE SET text = excluded.text, confidence = 1, uncertainty = '',
                     raw = excluded.raw, unit = CASE WHEN excluded.unit = '' THEN unit ELSE excluded.unit END
                 """)
+            // The template's first record (made with it, from the photo its shapes were learned from): a value
+            // corrected there whose reading taught its shape teaches the corrected one (a first photo's `2~6` for 27.6
+            // would otherwise flag every later 27.x as "not the learned #~#").
+            let first = try db.queryOne(
+                """
+                SELECT MIN(records.id) FROM records JOIN templates ON templates.id = records.template_id
+                WHERE records.template_id = ? AND records.created_ms = templates.created_ms
+                """, [parent])
+            let isFirst = try first?.value(at: 0, as: Int64?.self) == id
+            let relearn = try db.prepare(
+                "UPDATE template_values SET shape = ? WHERE template_id = ? AND position = ? AND shape = ?")
             for (name, text) in values.sorted(by: { $0.key < $1.key }) {
                 guard let position = template.values.firstIndex(where: { $0.name == name }) else {
                     let names = template.values.map { "\"\($0.name)\"" }.joined(separator: ", ")
@@ -226,6 +237,16 @@ public struct TemplateStore: Sendable {
                 try Template.validateLength(
                     text, max: Template.maxValueTextLength, what: "the text of value \"\(name.prefix(80))\"")
                 let (normalised, unit) = ValueText.normalise(text)
+                if isFirst,
+                    let raw = try db.queryOne(
+                        "SELECT raw, text FROM record_values WHERE record_id = ? AND position = ?",
+                        [id, Int64(position)]),
+                    let shape = ValueShape.relearned(
+                        template.values[position].shape, readAs: try raw.value(at: 0, as: String.self),
+                        or: try raw.value(at: 1, as: String.self), correctedTo: text)
+                {
+                    try relearn.execute([shape, parent, Int64(position), template.values[position].shape])
+                }
                 try update.execute([id, Int64(position), normalised, text, unit])
             }
             if let date {

@@ -71,6 +71,20 @@ public enum ValueShape {
         return 0.1
     }
 
+    /// The shape a person's correction of the template's first reading teaches, or nil to keep `learned`: only where
+    /// that reading (`raw`, else `text`) is what taught it (its number is the learned one's) and the correction's
+    /// number differs; the learned unit stays when the correction types none (`27.6` for `2~6` beside `°C`).
+    public static func relearned(_ learned: String, readAs raw: String, or text: String, correctedTo corrected: String)
+        -> String?
+    {
+        guard !learned.isEmpty, learned.first != legacyMarker else { return nil }
+        let read = skeleton(raw.isEmpty ? text : raw), typed = skeleton(corrected)
+        guard typed.contains("#"), split(read).number == split(learned).number,
+            split(typed).number != split(learned).number
+        else { return nil }
+        return split(typed).unit.isEmpty ? String(split(typed).number) + split(learned).unit : typed
+    }
+
     /// A skeleton's number (up to its last digit run) and unit (what follows).
     static func split(_ skeleton: String) -> (number: Substring, unit: Substring) {
         guard let last = skeleton.lastIndex(of: "#") else { return ("", skeleton[...]) }
