@@ -87,6 +87,41 @@ import Testing
         }
     }
 
+    /// `up` after a rebuild restarts a replica whose binary was replaced since it started (a user who pulled, then ran
+    /// up, had the old code serving while up said the stack was up); one whose binary is unchanged keeps running.
+    @Test func upRestartsAReplicaWhoseBinaryWasRebuilt() async throws {
+        try await Stack.with(services: ["zoo"]) { stack in
+            let bin = stack.directory.appendingPathComponent("bin")
+            try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+            for program in ["gateway", "menagerie-compose"] {
+                try FileManager.default.createSymbolicLink(
+                    atPath: bin.appendingPathComponent(program).path,
+                    withDestinationPath: "\(Stack.binDirectory)/\(program)")
+            }
+            let zoo = bin.appendingPathComponent("zoo")
+            try FileManager.default.copyItem(atPath: "\(Stack.binDirectory)/zoo", toPath: zoo.path)
+            let environment = ["MENAGERIE_BIN_DIR": bin.path]
+            let up = try await stack.compose(environment: environment, ["up"])
+            try #require(up.status == 0, "\(up.output)")
+            let first = try #require(try stack.servicePids()["zoo.0"])
+            let again = try await stack.compose(environment: environment, ["up"])
+            #expect(again.status == 0 && !again.output.contains("restarting"), "\(again.output)")
+            #expect(try stack.servicePids()["zoo.0"] == first, "an unchanged replica was restarted")
+            // A build links a new file in the binary's place.
+            let rebuilt = bin.appendingPathComponent("zoo.new")
+            try FileManager.default.copyItem(atPath: "\(Stack.binDirectory)/zoo", toPath: rebuilt.path)
+            #expect(rename(rebuilt.path, zoo.path) == 0)
+            let after = try await stack.compose(environment: environment, ["up"])
+            #expect(after.status == 0, "\(after.output)")
+            #expect(
+                after.output.contains("restarting zoo.0: its binary was rebuilt since it started"), "\(after.output)")
+            let second = try #require(try stack.servicePids()["zoo.0"])
+            #expect(second != first)
+            let status = try await stack.gateway(["status"])
+            #expect(status.output.contains("SERVING"), "\(status.output)")
+        }
+    }
+
     @Test func downWithNothingRunningForgetsTheScaledCounts() async throws {
         try await Stack.with(services: ["zoo"]) { stack in
             // What a scale to 2 leaves behind when its replicas are gone (a reboot, say).

@@ -9,7 +9,8 @@ import GatewayKit
 /// compose's commands on one machine's replicas (and ps and logs of a stack on nodes).
 extension Compose {
     /// `up [--nodes N] [--tls] [--insecure-plaintext-cluster] [SERVICE…]`: starts the replicas the stack lacks (on
-    /// this machine, or on N nodes) and waits until each is SERVING. `checkOnly` refuses what up would refuse and
+    /// this machine, or on N nodes; on this machine it restarts those whose binary was rebuilt since they started) and
+    /// waits until each is SERVING. `checkOnly` refuses what up would refuse and
     /// changes nothing (compose/compose asks before it builds, so a typo costs no release build).
     func up(_ arguments: [String], checkOnly: Bool = false) throws(ComposeFailure) {
         let parsed = try UpArguments.parse(arguments)
@@ -87,7 +88,18 @@ extension Compose {
             for node in network.numbers { failed += try convergeNode(node, selected, network) }
             try finishConverging(failed, nodes: network)
         } else {
-            for service in selected { failed += try converge(service, at: .machine(self)) }
+            for service in selected {
+                let replaced = recordedIndexes(service.name, in: state).filter {
+                    runsReplacedBinary(service.name, $0, .machine(self))
+                }
+                if !replaced.isEmpty {
+                    Self.say(
+                        "restarting \(replaced.map { "\(service.name).\($0)" }.joined(separator: " ")): its binary was rebuilt since it started"
+                    )
+                    stopReplicas(replaced.map { supervisorFile(service.name, $0, .machine(self)) })
+                }
+                failed += try converge(service, at: .machine(self))
+            }
             try finishConverging(failed, nodes: nil)
         }
         let count = (Files.read("\(state)/endpoints") ?? "").split(separator: "\n").count

@@ -58,6 +58,18 @@ extension Compose {
         return pid
     }
 
+    /// Whether replica `index` of `service` runs a binary that has since been replaced (a rebuild links a new file, and
+    /// the running one's `/proc/PID/exe` then reads "… (deleted)"): `up` after a pull and a build restarts it, rather
+    /// than leave the old code serving while it reports the stack up.
+    func runsReplacedBinary(_ service: String, _ index: Int, _ place: Place) -> Bool {
+        guard
+            let text = Files.read("\(place.directory)/\(service).\(index).pid")?.trimmingCharacters(
+                in: .whitespacesAndNewlines), let pid = Int32(text), pid > 1,
+            let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
+        else { return false }
+        return target.hasSuffix("/\(service) (deleted)")
+    }
+
     /// Starts replica `index` of `service` at `place` unless it runs; `extra` are arguments beyond its `arg`s (TLS,
     /// the node's address, its cluster).
     func startReplica(_ service: ServiceSettings, _ index: Int, at place: Place, extra: [String] = [])
