@@ -4,6 +4,19 @@ import Testing
 
 /// compose when things go wrong: a replica that dies, a service that cannot start, state left behind.
 @Suite(.serialized) struct ComposeRecoveryTests {
+    /// A MENAGERIE_BIN_DIR in the stack's directory with the build's gateway and menagerie-compose, for a test to put
+    /// a service's binary of its own beside them.
+    static func binDirectory(_ stack: Stack) throws -> URL {
+        let bin = stack.directory.appendingPathComponent("bin")
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+        for program in ["gateway", "menagerie-compose"] {
+            try FileManager.default.createSymbolicLink(
+                atPath: bin.appendingPathComponent(program).path,
+                withDestinationPath: "\(Stack.binDirectory)/\(program)")
+        }
+        return bin
+    }
+
     @Test func aDeadReplicasPidIsNotKeptDuringItsBackOff() async throws {
         try await Stack.with(services: ["zoo"]) { stack in
             let up = try await stack.compose("up")
@@ -54,13 +67,7 @@ import Testing
     /// the registers of an ocr that aborted on three nodes, which left nothing to go on.)
     @Test func aReplicaThatCrashesWhileStartingIsReportedWithItsCrashedFrames() async throws {
         try await Stack.with(services: ["zoo"]) { stack in
-            let bin = stack.directory.appendingPathComponent("bin")
-            try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
-            for program in ["gateway", "menagerie-compose"] {
-                try FileManager.default.createSymbolicLink(
-                    atPath: bin.appendingPathComponent(program).path,
-                    withDestinationPath: "\(Stack.binDirectory)/\(program)")
-            }
+            let bin = try Self.binDirectory(stack)
             // A zoo that crashes as a Swift program does, with a backtrace longer than a log's tail.
             let zoo = bin.appendingPathComponent("zoo")
             try """
@@ -91,13 +98,7 @@ import Testing
     /// up, had the old code serving while up said the stack was up); one whose binary is unchanged keeps running.
     @Test func upRestartsAReplicaWhoseBinaryWasRebuilt() async throws {
         try await Stack.with(services: ["zoo"]) { stack in
-            let bin = stack.directory.appendingPathComponent("bin")
-            try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
-            for program in ["gateway", "menagerie-compose"] {
-                try FileManager.default.createSymbolicLink(
-                    atPath: bin.appendingPathComponent(program).path,
-                    withDestinationPath: "\(Stack.binDirectory)/\(program)")
-            }
+            let bin = try Self.binDirectory(stack)
             let zoo = bin.appendingPathComponent("zoo")
             try FileManager.default.copyItem(atPath: "\(Stack.binDirectory)/zoo", toPath: zoo.path)
             let environment = ["MENAGERIE_BIN_DIR": bin.path]
