@@ -2,7 +2,6 @@ import Base
 import BlobStore
 import BlobsAPI
 import Dispatch
-import Foundation
 import RPC
 import Synchronization
 import Transport
@@ -42,16 +41,6 @@ public final class ReplicatedBlobs: BlobStoring, Sendable {
         self.copies = max(1, copies)
         self.timeout = timeout
         self.logger = logger
-    }
-
-    /// The peers' addresses of a `--blob-peers` list (`host:port`, comma-separated), without this replica's own: the
-    /// same list serves every replica (a Kubernetes manifest names each pod of the StatefulSet in it), and a copy
-    /// sent to itself would be no second copy. `own` are the names this replica is reached by (its listening address;
-    /// on a cluster, its member's name at the RPC port).
-    public static func peerAddresses(_ list: String, own: [String]) -> [String] {
-        list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
-            !$0.isEmpty && !own.contains($0)
-        }
     }
 
     /// Peers at `addresses` (`host:port` of their RPC servers), reached over TCP (and TLS when `tls` is given),

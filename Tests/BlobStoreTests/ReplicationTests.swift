@@ -63,21 +63,6 @@ final class BlobNodes: @unchecked Sendable {
 }
 
 @Suite struct BlobReplicationTests {
-    /// One `--blob-peers` list for every replica (a StatefulSet's manifest names each pod in it): each leaves itself
-    /// out, by its listening address or its cluster member's name, so a second copy never goes to its own disk.
-    @Test func aReplicaLeavesItselfOutOfThePeersList() {
-        let list = "notes-0.notes-cluster:7400, notes-1.notes-cluster:7400,notes-2.notes-cluster:7400,"
-        #expect(
-            ReplicatedBlobs.peerAddresses(list, own: ["0.0.0.0:7400", "notes-1.notes-cluster:7400"]) == [
-                "notes-0.notes-cluster:7400", "notes-2.notes-cluster:7400",
-            ])
-        #expect(
-            ReplicatedBlobs.peerAddresses("127.0.0.1:7401,127.0.0.1:7402", own: ["127.0.0.1:7401"]) == [
-                "127.0.0.1:7402"
-            ])
-        #expect(ReplicatedBlobs.peerAddresses("", own: []).isEmpty)
-    }
-
     /// Written through node 0, acknowledged on two nodes; node 0 gone, node 2 (which never had it) reads it from
     /// node 1, checks it and keeps it.
     @Test func aWriteIsOnTwoNodesAndReadThroughAnotherOnceItsWriterIsGone() async throws {

@@ -82,13 +82,6 @@ import Testing
             port = 7600
             volume = 5Gi
             resources = 250m 256Mi 1Gi
-            [photos]
-            port = 7700
-            cluster = yes
-            blobs = yes
-            pods = 2
-            volume = 1Gi
-            resources = 1 1Gi 2Gi
             """)
         let web = try Rendering.kubernetes(try manifest.service("web"))
         #expect(web.contains("\nkind: Deployment\n") && web.contains("emptyDir: {}") && web.contains("minAvailable: 1"))
@@ -102,12 +95,7 @@ import Testing
         #expect(notes.contains(#"--cluster-bind, "$(POD_NAME).notes-cluster:8500", --cluster-listen, "0.0.0.0:8500","#))
         #expect(notes.contains("  name: notes-cluster\n") && notes.contains("publishNotReadyAddresses: true"))
         #expect(notes.contains("            storage: 1Gi\n") && notes.contains("              cpu: \"1\"\n"))
-        #expect(notes.contains("  maxUnavailable: 1\n") && !notes.contains("--blob-peers"))
-        // A cluster keeping its blobs on its pods' volumes names every pod's RPC address (each leaves itself out).
-        let photos = try Rendering.kubernetes(try manifest.service("photos"))
-        #expect(
-            photos.contains(#"--blob-peers, "photos-0.photos-cluster:7700,photos-1.photos-cluster:7700"]"#), "\(photos)"
-        )
+        #expect(notes.contains("  maxUnavailable: 1\n"))
         let single = try Rendering.kubernetes(try manifest.service("single"))
         #expect(single.contains("\nkind: StatefulSet\n") && single.contains("  serviceName: single\n"))
         #expect(!single.contains("--cluster") && !single.contains("podManagementPolicy"), "\(single)")
@@ -117,6 +105,10 @@ import Testing
         let cases = [
             ("[a]\nport = 1\ncluster = yes\npods = 3\nresources = 1 1Gi 1Gi", "no volume for its Raft log"),
             ("[a]\nport = 1\npods = 2\nvolume = 1Gi\nresources = 1 1Gi 1Gi", "each keep a database of their own"),
+            (
+                "[a]\nport = 1\ncluster = yes\nblobs = yes\npods = 3\nvolume = 1Gi\nresources = 1 1Gi 1Gi",
+                "--blob-peers",
+            ),
         ]
         for (text, message) in cases {
             let manifest = try Self.manifest(text)

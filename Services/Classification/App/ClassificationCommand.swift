@@ -48,7 +48,7 @@ struct ClassificationCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("blob-peers"),
         help:
-            "With --cluster: the RPC addresses (host:port, comma-separated) of the service's other replicas, which keep the images and model files by content hash with this one: a write waits for a second copy on one of them, a replica missing a file fetches it from them. This replica's own address (--host:--port, or its --cluster-bind host at --port) may be listed: it is left out. Default: none (this replica's disk only)."
+            "With --cluster: the RPC addresses (host:port, comma-separated) of the service's other replicas, which keep the images and model files by content hash with this one: a write waits for a second copy on one of them, a replica missing a file fetches it from them. This replica's own address (--host:--port) may be listed: it is left out. Default: none (this replica's disk only)."
     )
     var blobPeers: String?
 
@@ -59,14 +59,12 @@ struct ClassificationCommand: AsyncParsableCommand {
     )
     var blobRepairInterval = 600
 
-    /// The `--blob-peers` list without this replica's own address: `--host:--port`, and on a cluster its member's
-    /// name (`--cluster-bind`'s host) at `--port`, as a Kubernetes StatefulSet's pods each find themselves in the list.
+    /// The `--blob-peers` list without this replica's own address.
     var peerAddresses: [String] {
-        var own = ["\(options.host):\(options.port)"]
-        if let bind = options.clusterBind, let colon = bind.lastIndex(of: ":") {
-            own.append("\(bind[..<colon]):\(options.port)")
+        let own = "\(options.host):\(options.port)"
+        return (blobPeers ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+            !$0.isEmpty && $0 != own
         }
-        return ReplicatedBlobs.peerAddresses(blobPeers ?? "", own: own)
     }
 
     func validate() throws {

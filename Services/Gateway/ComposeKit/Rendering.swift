@@ -97,6 +97,11 @@ public enum Rendering {
             throw ComposeFailure(
                 "[\(name)]'s \(service.pods) pods would each keep a database of their own (cluster = yes, or pods = 1)")
         }
+        guard !service.blobs else {
+            throw ComposeFailure(
+                "[\(name)] keeps its blobs on its nodes (blobs = yes), whose peers (--blob-peers) the rendering does not write yet: pods = 1"
+            )
+        }
         return .cluster
     }
 
@@ -136,13 +141,7 @@ public enum Rendering {
                     + " are ready, since a member must reach the others to become ready) and a volume per pod that"
                     + " outlives it (the Raft log). \(name)-0 bootstraps the cluster; every member is node N+1 of the"
                     + " list. Raft and statements go over mutual TLS with the pod's certificate (make-secrets gives it"
-                    + " the *.\(name)-cluster names)."
-                    + (service.blobs
-                        ? " Its images and model files stay out of Raft: each pod keeps them by content hash on its"
-                            + " volume and a write waits for a copy on another pod (--blob-peers, the pods' RPC ports"
-                            + " by the same names)."
-                        : "")
-                    + " More pods: raise `pods` and render again.")
+                    + " the *.\(name)-cluster names). More pods: raise `pods` and render again.")
         }
         lines += ["apiVersion: apps/v1", "kind: \(shape == .deployment ? "Deployment" : "StatefulSet")", "metadata:"]
         lines += ["  name: \(name)"] + labels + ["spec:"]
@@ -177,10 +176,6 @@ public enum Rendering {
                 ["--cluster-bind", "$(POD_NAME).\(name)-cluster:\(raft)", "--cluster-listen", "0.0.0.0:\(raft)"],
                 ["--cluster-latency", String(clusterLatency)],
             ]
-            // Every pod's RPC address by its member's name; each leaves its own out.
-            if service.blobs {
-                groups.append(["--blob-peers", podNames.map { "\($0).\(name)-cluster:\(port)" }.joined(separator: ",")])
-            }
         }
         if !service.arguments.isEmpty { groups.append(service.arguments) }
         let argumentLines = groups.map { $0.map(yaml).joined(separator: ", ") }
