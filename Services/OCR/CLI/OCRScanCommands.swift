@@ -163,6 +163,22 @@ enum OCRUpload {
 
 /// How scans print.
 enum OCRScanFormat {
+    /// One line per word the service doubts (`note: "243" is in doubt (confidence 0.60): a number on a segment …`),
+    /// for standard error beside the plain text: the text stays as read, for pipes, and a person reading it learns
+    /// which numbers to check, as a template's record would flag them.
+    static func doubtNotes(_ scan: OcrV1.ScanResponse, file: String? = nil) -> [String] {
+        let prefix = file.map { "\($0): " } ?? ""
+        return scan.observations.filter { $0.level == .word && !$0.doubt.isEmpty }.map {
+            "note: \(prefix)\"\($0.text)\" is in doubt (confidence \(String(format: "%.2f", $0.confidence))): \($0.doubt)"
+        }
+    }
+
+    /// The plain text of a scan on standard output, what it doubts on standard error.
+    static func printText(_ scan: OcrV1.ScanResponse, file: String? = nil) {
+        print(scan.text)
+        for note in doubtNotes(scan, file: file) { writeStandardError(note + "\n") }
+    }
+
     /// Each text once, numbered as `--values` picks observations: one row per line (the blocks only repeat their
     /// lines), with the numbers of its words in order, so `12.6` in the line `Volts 12.6 V` listed with words
     /// `5 6 7` is 6, and the whole line is its own number. `--json` gives every observation (blocks, lines, words).
@@ -206,6 +222,8 @@ struct OCRScan: AsyncParsableCommand {
             in pixels). For several files it prints a JSON array with one BatchScanFile per file, in the order given: \
             {"fileName", "result": {the ScanResponse}, "errorCode": 0, "errorMessage": ""}, or no "result" and the \
             gRPC status code and message for a file that could not be read; with --detach, an array of the started jobs. \
+            Numbers the service doubts (a number on a segment display the seven-segment reader did not confirm) are named \
+            on standard error beside the plain text (note: "243" is in doubt …); --json gives each word's "doubt". \
             Exits with the status code of the first file that failed.
             """)
 
@@ -247,7 +265,7 @@ struct OCRScan: AsyncParsableCommand {
                     try OCRAnnotation.write(scan.annotatedPng, to: annotate)
                     scan.annotatedPng = []  // written to the file, not printed as base64
                 }
-                try global.render(scan, text: { print(scan.text) })
+                try global.render(scan, text: { OCRScanFormat.printText(scan) })
                 return
             }
             // Files go in batches of at most --batch-mib (each a job, one after another), so many photos never pass
@@ -301,7 +319,7 @@ struct OCRScan: AsyncParsableCommand {
                             continue
                         }
                         print((first ? "" : "\n") + "==> \(file.fileName) <==")
-                        print(scan.text)
+                        OCRScanFormat.printText(scan, file: file.fileName)
                         first = false
                     }
                 })
