@@ -8,6 +8,24 @@ import Torch
 /// Issue 41, "fast answers": a classifier runs its TorchScript module frozen for inference (batch norm folded into
 /// the convolutions), with the features of the module as loaded to float rounding.
 @Suite(.serialized) struct FrozenInferenceTests {
+    /// A module TorchScript cannot freeze (here: asked to keep a method it lacks) runs as loaded and says why, so the
+    /// service can log that its answers come slower instead of falling back in silence; one that freezes says nothing.
+    @Test func aModuleThatCannotBeFrozenSaysWhy() throws {
+        let bytes = try ScriptModule.compile(
+            source: """
+                def forward(self, x):
+                    return x.mean([2, 3])
+
+                """)
+        let header = ModelHeader(kind: .classifier, algorithm: "torchscript", labels: ["a"], inputWidth: 8, inputHeight: 8)
+        let module = try ScriptModule(bytes: bytes)
+        let frozen = ScriptFeatures(module: module, method: "forward", header: header).frozenForInference()
+        #expect(frozen.notFrozen == nil && frozen.module !== module)
+        let unfrozen = ScriptFeatures(module: module, method: "embedding", header: header).frozenForInference()
+        #expect(unfrozen.module === module)
+        #expect(unfrozen.notFrozen?.isEmpty == false, "no reason given")
+    }
+
     @Test(.enabled(if: ONNXTransferExportTests.installed, ONNXTransferExportTests.missing))
     func theFrozenFeaturePrintGivesTheFeaturesOfTheLoadedOne() throws {
         try Torch.setThreads(Int(ProcessInfo.processInfo.environment["TORCH_THREADS"] ?? "") ?? 2)

@@ -106,7 +106,8 @@ struct ClassificationCommand: AsyncParsableCommand {
                 let featurePrint = FeaturePrintSource(
                     directory: featurePrint ?? ProcessInfo.processInfo.environment["MENAGERIE_FEATURE_PRINT"])
                 let service = ClassificationService(
-                    store: store, lane: environment.lane, jobs: jobs.runner, limits: limits, featurePrint: featurePrint)
+                    store: store, lane: environment.lane, jobs: jobs.runner, limits: limits, featurePrint: featurePrint,
+                    logger: environment.logger)
                 return AppServices(
                     rpc: [service, jobs.rpcService]
                         + (try blobs.map { [try Self.blobsService($0, environment, options: options)] } ?? []),

@@ -45,14 +45,14 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
 
     public init(
         store: ClassificationStore, lane: WorkLane, jobs: JobRunner, limits: Limits = Limits(),
-        featurePrint: FeaturePrintSource = FeaturePrintSource(directory: nil)
+        featurePrint: FeaturePrintSource = FeaturePrintSource(directory: nil), logger: Logger? = nil
     ) {
         self.store = store
         self.lane = lane
         self.jobs = jobs
         self.limits = limits
         self.featurePrint = featurePrint
-        cache = ModelCache(store: store)
+        cache = ModelCache(store: store, logger: logger)
     }
 
     /// Runs `work` on the lane with libtorch's threads set for that lane thread (OpenMP's count is per thread).

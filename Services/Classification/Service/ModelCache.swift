@@ -1,3 +1,4 @@
+import Base
 import ClassificationCore
 import Foundation
 import Synchronization
@@ -19,13 +20,16 @@ final class ModelCache: Sendable {
     }
 
     private let store: ClassificationStore
+    /// Where a model that loads slower than it should (`Classifier.notFrozen`) is reported.
+    private let logger: Logger?
     private let entries = Mutex<[String: (stamp: Double, engine: Engine)]>([:])
     /// Models kept loaded at once; the least recently stored goes first beyond it.
     private let limit: Int
 
-    init(store: ClassificationStore, limit: Int = 16) {
+    init(store: ClassificationStore, limit: Int = 16, logger: Logger? = nil) {
         self.store = store
         self.limit = limit
+        self.logger = logger
     }
 
     /// The loaded model of that name (NOT_FOUND when there is none). Blocking (database, decoding): call it on the lane.
@@ -38,6 +42,11 @@ final class ModelCache: Sendable {
             case .classifier: .classifier(try Classifier(file))
             case .detector: .detector(try Detectors.load(file))
             }
+        if case .classifier(let classifier) = engine, let reason = classifier.notFrozen {
+            logger?.warning(
+                "model \(name) runs its TorchScript module as loaded, slower: it could not be frozen for inference (\(reason))"
+            )
+        }
         Self.warmUp(engine)
         entries.withLock { entries in
             if entries.count >= limit, let oldest = entries.min(by: { $0.value.stamp < $1.value.stamp })?.key {

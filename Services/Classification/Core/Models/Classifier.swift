@@ -11,6 +11,13 @@ public struct Prediction: Sendable, Equatable {
 /// its tensors only.
 public final class Classifier: @unchecked Sendable {
     public let header: ModelHeader
+    /// Why its TorchScript module runs as loaded rather than frozen for inference (slower), when it does.
+    public var notFrozen: String? {
+        switch engine {
+        case .script(let features), .scriptHead(let features, _): features.notFrozen
+        case .network, .features, .onnx: nil
+        }
+    }
     private enum Engine {
         case network(ResidualNetwork)
         case features(LinearHead)

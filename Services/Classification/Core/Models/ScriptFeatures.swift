@@ -12,6 +12,9 @@ struct ScriptFeatures {
     let module: ScriptModule
     let method: String
     let header: ModelHeader
+    /// Why TorchScript could not freeze the module for inference, when it could not (`frozenForInference`): it then
+    /// runs as loaded, slower, and whoever loads it says so.
+    private(set) var notFrozen: String?
 
     /// Loads the module of a TorchScript model. `method` nil picks the embedding method when the module exports one,
     /// else `forward` (a base for training); a model fine-tuned from one names its method in `featureMethod`.
@@ -34,11 +37,16 @@ struct ScriptFeatures {
     }
 
     /// The same extractor on a copy of the module frozen for inference (batch norm folded in: the feature print's
-    /// features to 1e-5, in less time), or this one when TorchScript cannot freeze the module. For classifying only:
-    /// training and fine-tuning need the module as loaded.
+    /// features to 1e-5, in less time), or this one with `notFrozen` saying why when TorchScript cannot freeze the
+    /// module. For classifying only: training and fine-tuning need the module as loaded.
     func frozenForInference() -> ScriptFeatures {
-        guard let frozen = try? module.frozenForInference(keeping: method) else { return self }
-        return ScriptFeatures(module: frozen, method: method, header: header)
+        do {
+            return ScriptFeatures(module: try module.frozenForInference(keeping: method), method: method, header: header)
+        } catch {
+            var unfrozen = self
+            unfrozen.notFrozen = (error as? TorchError)?.message ?? "\(error)"
+            return unfrozen
+        }
     }
 
     /// CHW inputs in [0, 1] as one batch, normalised by the header's mean and std (in libtorch: a 224-pixel photo
