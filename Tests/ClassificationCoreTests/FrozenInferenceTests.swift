@@ -17,7 +17,8 @@ import Torch
                     return x.mean([2, 3])
 
                 """)
-        let header = ModelHeader(kind: .classifier, algorithm: "torchscript", labels: ["a"], inputWidth: 8, inputHeight: 8)
+        let header = ModelHeader(
+            kind: .classifier, algorithm: "torchscript", labels: ["a"], inputWidth: 8, inputHeight: 8)
         let module = try ScriptModule(bytes: bytes)
         let frozen = ScriptFeatures(module: module, method: "forward", header: header).frozenForInference()
         #expect(frozen.notFrozen == nil && frozen.module !== module)

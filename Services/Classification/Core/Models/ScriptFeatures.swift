@@ -41,7 +41,8 @@ struct ScriptFeatures {
     /// module. For classifying only: training and fine-tuning need the module as loaded.
     func frozenForInference() -> ScriptFeatures {
         do {
-            return ScriptFeatures(module: try module.frozenForInference(keeping: method), method: method, header: header)
+            return ScriptFeatures(
+                module: try module.frozenForInference(keeping: method), method: method, header: header)
         } catch {
             var unfrozen = self
             unfrozen.notFrozen = (error as? TorchError)?.message ?? "\(error)"
