@@ -1,3 +1,5 @@
+import Foundation
+
 /// A rectangle of text in an image's pixels, top-left origin.
 public struct TextBox: Sendable, Hashable {
     public var x: Int
@@ -20,7 +22,7 @@ public struct TextBox: Sendable, Hashable {
 /// of text. Pixels over `threshold` (dilated by 2 × 2) form regions; a region whose
 /// pixels average under `boxThreshold`, or narrower than 3 pixels, is dropped; the rest are grown by
 /// area × `unclipRatio` / perimeter on every side (the network is trained on shrunk text regions) and scaled to the
-/// image. Boxes are axis-aligned (a display photographed a few degrees off still fits its line's box).
+/// image. Boxes are axis-aligned; a picture whose lines are turned is turned level first (`skew`, `PPOCREngine`).
 public struct DBPostprocessor: Sendable {
     public var threshold: Float = 0.3
     public var boxThreshold: Double = 0.5
@@ -37,11 +39,107 @@ public struct DBPostprocessor: Sendable {
         map: [Float], width: Int, height: Int, validWidth: Int, validHeight: Int, scale: Double,
         imageWidth: Int, imageHeight: Int
     ) -> [TextBox] {
+        boxesAndSkew(
+            map: map, width: width, height: height, validWidth: validWidth, validHeight: validHeight, scale: scale,
+            imageWidth: imageWidth, imageHeight: imageHeight
+        ).boxes
+    }
+
+    /// `boxes` and how far the picture's lines are turned, in degrees (positive: they fall to the right, as y grows
+    /// downwards), or nil when they lie level or do not agree: the orientation of each region long enough to be a
+    /// line (three times as long as it is wide at least), their median weighted by size, where at least half the
+    /// lines' pixels lie within 3° of it. A phone held a few degrees off turns every line of a display alike.
+    public func boxesAndSkew(
+        map: [Float], width: Int, height: Int, validWidth: Int, validHeight: Int, scale: Double,
+        imageWidth: Int, imageHeight: Int
+    ) -> (boxes: [TextBox], skew: Double?) {
+        let regions = regions(
+            map: map, width: width, height: height, validWidth: validWidth, validHeight: validHeight, scale: scale)
+        let boxes = regions.compactMap { $0.box(imageWidth: imageWidth, imageHeight: imageHeight) }
+        return (Self.readingOrder(Array(boxes.prefix(maximumBoxes))), Self.skew(of: regions))
+    }
+
+    static func skew(of regions: [Region]) -> Double? {
+        let lines =
+            regions
+            .compactMap { region -> (angle: Double, weight: Double)? in
+                guard region.count >= 40, let angle = region.lineAngle else { return nil }
+                return (angle, Double(region.count))
+            }
+            .sorted { $0.angle < $1.angle }
+        let total = lines.map(\.weight).reduce(0, +)
+        guard total > 0 else { return nil }
+        var running = 0.0
+        guard
+            let median = lines.first(where: {
+                running += $0.weight
+                return running >= total / 2
+            })?.angle
+        else { return nil }
+        let agreeing = lines.filter { abs($0.angle - median) <= 3 }.map(\.weight).reduce(0, +)
+        return agreeing >= total / 2 ? median : nil
+    }
+
+    /// A connected region of the thresholded map: its bounds and mean probability in map pixels, and the moments of
+    /// its pixels (their orientation is the line's).
+    struct Region {
+        var minX = Int.max, minY = Int.max, maxX = -1, maxY = -1
+        var sum = 0.0, count = 0
+        var sumX = 0.0, sumY = 0.0, sumXX = 0.0, sumYY = 0.0, sumXY = 0.0
+        var scale = 1.0, unclipRatio = 1.6
+
+        mutating func add(_ x: Int, _ y: Int, _ probability: Float) {
+            minX = min(minX, x)
+            maxX = max(maxX, x)
+            minY = min(minY, y)
+            maxY = max(maxY, y)
+            sum += Double(probability)
+            count += 1
+            let (fx, fy) = (Double(x), Double(y))
+            sumX += fx
+            sumY += fy
+            sumXX += fx * fx
+            sumYY += fy * fy
+            sumXY += fx * fy
+        }
+
+        var score: Double { sum / Double(max(1, count)) }
+
+        /// The direction of the region's long axis in degrees (−90…90), or nil when it is not three times as long as
+        /// it is wide (a word of one letter, a blob).
+        var lineAngle: Double? {
+            let n = Double(count)
+            let xx = sumXX / n - (sumX / n) * (sumX / n), yy = sumYY / n - (sumY / n) * (sumY / n)
+            let xy = sumXY / n - (sumX / n) * (sumY / n)
+            let spread = ((xx - yy) * (xx - yy) + 4 * xy * xy).squareRoot()
+            let long = (xx + yy + spread) / 2, short = (xx + yy - spread) / 2
+            guard long > 0, long >= 9 * max(short, 0.25) else { return nil }
+            return 0.5 * atan2(2 * xy, xx - yy) * 180 / .pi
+        }
+
+        /// The region grown by area × unclip ratio / perimeter on every side, scaled to the image and clipped to it;
+        /// nil when too thin.
+        func box(imageWidth: Int, imageHeight: Int) -> TextBox? {
+            let boxWidth = Double(maxX - minX + 1), boxHeight = Double(maxY - minY + 1)
+            guard min(boxWidth, boxHeight) >= Double(DBPostprocessor.minimumSide) else { return nil }
+            let grow = boxWidth * boxHeight * unclipRatio / (2 * (boxWidth + boxHeight))
+            guard min(boxWidth, boxHeight) + 2 * grow >= Double(DBPostprocessor.minimumSide + 2) else { return nil }
+            let left = max(0, (Double(minX) - grow) * scale), top = max(0, (Double(minY) - grow) * scale)
+            let right = min(Double(imageWidth), (Double(maxX + 1) + grow) * scale)
+            let bottom = min(Double(imageHeight), (Double(maxY + 1) + grow) * scale)
+            let box = TextBox(
+                x: Int(left.rounded()), y: Int(top.rounded()), width: Int((right - left).rounded()),
+                height: Int((bottom - top).rounded()), score: score)
+            return box.width > 3 && box.height > 3 ? box : nil
+        }
+    }
+
+    /// The map's regions over `threshold` (dilated by 2 × 2, as OpenCV's dilate: a pixel over the threshold also sets
+    /// its right, lower and lower-right neighbours) whose mean probability reaches `boxThreshold`.
+    func regions(map: [Float], width: Int, height: Int, validWidth: Int, validHeight: Int, scale: Double) -> [Region] {
         precondition(map.count == width * height, "the map does not fill its size")
         let w = min(validWidth, width), h = min(validHeight, height)
         guard w > 0, h > 0 else { return [] }
-        // Threshold, then dilate by 2 × 2 (as OpenCV's dilate: a pixel over the threshold also sets its right,
-        // lower and lower-right neighbours).
         var mask = [Bool](repeating: false, count: w * h)
         for y in 0..<h {
             for x in 0..<w where map[y * width + x] > threshold {
@@ -55,20 +153,14 @@ public struct DBPostprocessor: Sendable {
         }
         var seen = [Bool](repeating: false, count: w * h)
         var stack: [Int] = []
-        var found: [TextBox] = []
+        var found: [Region] = []
         for start in 0..<(w * h) where mask[start] && !seen[start] {
-            var minX = Int.max, minY = Int.max, maxX = -1, maxY = -1
-            var sum = 0.0, count = 0
+            var region = Region(scale: scale, unclipRatio: unclipRatio)
             seen[start] = true
             stack.append(start)
             while let index = stack.popLast() {
                 let x = index % w, y = index / w
-                minX = min(minX, x)
-                maxX = max(maxX, x)
-                minY = min(minY, y)
-                maxY = max(maxY, y)
-                sum += Double(map[y * width + x])
-                count += 1
+                region.add(x, y, map[y * width + x])
                 for dy in -1...1 {
                     let ny = y + dy
                     guard ny >= 0, ny < h else { continue }
@@ -83,23 +175,10 @@ public struct DBPostprocessor: Sendable {
                     }
                 }
             }
-            let boxWidth = Double(maxX - minX + 1), boxHeight = Double(maxY - minY + 1)
-            guard min(boxWidth, boxHeight) >= Double(Self.minimumSide) else { continue }
-            let score = sum / Double(count)
-            guard score >= boxThreshold else { continue }
-            let grow = boxWidth * boxHeight * unclipRatio / (2 * (boxWidth + boxHeight))
-            guard min(boxWidth, boxHeight) + 2 * grow >= Double(Self.minimumSide + 2) else { continue }
-            let left = max(0, (Double(minX) - grow) * scale), top = max(0, (Double(minY) - grow) * scale)
-            let right = min(Double(imageWidth), (Double(maxX + 1) + grow) * scale)
-            let bottom = min(Double(imageHeight), (Double(maxY + 1) + grow) * scale)
-            let box = TextBox(
-                x: Int(left.rounded()), y: Int(top.rounded()), width: Int((right - left).rounded()),
-                height: Int((bottom - top).rounded()), score: score)
-            guard box.width > 3, box.height > 3 else { continue }
-            found.append(box)
-            if found.count == maximumBoxes { break }
+            guard region.score >= boxThreshold else { continue }
+            found.append(region)
         }
-        return Self.readingOrder(found)
+        return found
     }
 
     /// Top to bottom; boxes whose tops lie within 10 pixels of each other left to right.

@@ -251,8 +251,9 @@ import TextRecognition
         try #require(Self.installed, Self.missing)
         let figures = try Self.read("Tests/SevenSegmentHeldOut")
         #expect(figures.lost.isEmpty, "lost with the reader: \(figures.lost)")
-        // 34 of 54 right (29 by PP-OCR alone); 32 leaves room for a retrained model's small differences.
-        #expect(figures.all.1 >= 32, "\(figures.all.1) of \(figures.all.2) values right with the reader")
+        // 36 of 54 right (30 by PP-OCR alone, reading turned photos levelled); 34 leaves room for a retrained
+        // model's small differences.
+        #expect(figures.all.1 >= 34, "\(figures.all.1) of \(figures.all.2) values right with the reader")
         // No number wrong without a flag: 21 before PP-OCR's split and contradicted numbers were doubted, 3 before its
         // numbers on a segment display were held to the reader's reading (turned-4's `152` for 162, noisy-2's `243`
         // for 24.3, turned-glare-1's `7.9` for 79, where heavy or blurred segments touch and look like print).
