@@ -58,11 +58,18 @@ enum SegmentReading {
             {
                 continue
             }
-            taken.append(box)
             let doubt =
                 unsure
                 ? "read unsure (a glyph at \((reading.confidence * 100).rounded() / 100))"
                 : try doubt(about: reading, at: box, among: all, lines: lines, in: pixels, reader: reader)
+            // A doubted value over a word PP-OCR surely read as letters is a label whose accents and joins look like
+            // segments (`88` in Napětí, which put a flagged 88 into the line and lost it to Tesseract's `Napeti`).
+            // Its region is taken all the same, as before: only the value is left out of the line.
+            if doubt != nil, isOverLetters(box, lines) {
+                taken.append(box)
+                continue
+            }
+            taken.append(box)
             let word = PPOCRWord(
                 text: reading.text,
                 confidence: doubt == nil ? reading.confidence : min(reading.confidence, doubtfulConfidence),
@@ -120,6 +127,16 @@ enum SegmentReading {
         // PP-OCR's lines keep their order (a template's neighbourhoods and the text read are PP-OCR's); the reader's
         // own lines follow.
         return lines
+    }
+
+    /// Whether PP-OCR read a word of two letters or more, and no digit, over most of `box` with confidence 0.9 and more.
+    static func isOverLetters(_ box: TextBox, _ lines: [PPOCRLine]) -> Bool {
+        lines.contains { line in
+            line.words.contains { word in
+                word.confidence >= 0.9 && word.text.count >= 2 && word.text.allSatisfy(\.isLetter)
+                    && overlap(word.box, box) > 0.5
+            }
+        }
     }
 
     /// The reader's value in `box` (cut at `cutHeight` rows at most), nil when it reads no digit.

@@ -260,6 +260,26 @@ import TextRecognition
         #expect(figures.silentlyWrong.isEmpty, "read wrong without a flag: \(figures.silentlyWrong)")
     }
 
+    /// A label PP-OCR read surely gets no value of the reader's beside it: the accents and joins of `Napětí` cut into
+    /// two glyphs the reader took for `88`, which went into the label's line flagged, so the line's confidence fell
+    /// under Tesseract's `Napeti` and a plain text display's scan lost its diacritics (`menagerie-bench ocr`'s 12 MP
+    /// photo, CER 5 % against RapidOCR's 0 %).
+    @Test func aLabelsAccentsAreNotReadAsSegments() throws {
+        try #require(Self.installed, Self.missing)
+        let engine = try PPOCREngine(
+            models: try DisplayReadingTests.models.get(), segments: try SevenSegmentModel.load(directory: Self.folder))
+        for (name, factor) in [("clean-1.png", 1.0), ("clean-1.png", 2.5), ("inverted-1.png", 1.0)] {
+            let data = try Data(
+                contentsOf: DisplayReadingTests.root.appendingPathComponent("Tests/DisplayPhotos/\(name)"))
+            let image = try ImageDecoder().decode(data).pages[0].scaled(by: factor)
+            let pixels = RGBPixels(width: image.width, height: image.height, bytes: try image.rgbBytes())
+            let lines = try engine.read(pixels)
+            let label = try #require(lines.first { $0.text.contains("Nap") }, "\(name) × \(factor): \(lines.map(\.text))")
+            #expect(label.text == "Napětí" && label.confidence > 0.95, "\(name) × \(factor): \(lines.map(\.text))")
+            #expect(lines.allSatisfy { $0.words.allSatisfy { $0.doubt == nil } }, "\(name) × \(factor): \(lines)")
+        }
+    }
+
     /// Whether a word read is `value`, with a unit or sign glued after it (`25.3°C`, `67%`).
     static func isValue(_ word: String, _ value: String) -> Bool {
         guard word.hasPrefix(value) else { return false }
