@@ -1,36 +1,57 @@
 import Foundation
 import OpenCVDNN
 
-/// A picture turned level about its centre onto a canvas that holds all of it, and the way back for the boxes found
-/// on it. PP-OCR's recogniser reads a line's axis-aligned box squeezed to 48 rows, and the segment reader cuts a line
-/// into columns: a line turned a few degrees (a phone held off level) fills its box with a slope and the lines above
-/// and below, and both read it worse than the same line level (PaddleOCR crops each turned box upright for the
-/// same reason).
+/// A turned line of a picture (or the whole picture) made level, and the way back for the boxes found on it.
+/// PP-OCR's recogniser reads a line's axis-aligned box squeezed to 48 rows: a line turned a few degrees (a phone
+/// held off level, a display in perspective) fills its box with a slope and the lines above and below, and is read
+/// worse than the same line level, so each turned line is cropped level first, as PaddleOCR crops its turned boxes.
 struct Levelling {
-    /// The turn of the picture's lines, in degrees (positive: falling to the right).
+    /// The turn made level, in degrees (positive: falling to the right).
     let degrees: Double
     let sourceWidth: Int, sourceHeight: Int
-    /// The levelled canvas.
+    /// The levelled picture's size.
     let width: Int, height: Int
+    /// The point of the source the levelled picture's centre is.
+    private let centreX: Double, centreY: Double
     private let cosine: Double, sine: Double
 
+    /// The whole picture turned level by `degrees` onto a canvas that holds all of it.
     init(degrees: Double, width: Int, height: Int) {
+        let radians = degrees * .pi / 180
+        self.init(
+            degrees: degrees, centre: (Double(width) / 2, Double(height) / 2),
+            size: (
+                Int((Double(width) * abs(cos(radians)) + Double(height) * abs(sin(radians))).rounded(.up)),
+                Int((Double(width) * abs(sin(radians)) + Double(height) * abs(cos(radians))).rounded(.up))
+            ), source: (width, height))
+    }
+
+    /// The line `turned` of a picture of `width` × `height`, level: its length by its thickness.
+    init(_ turned: TurnedBox, width: Int, height: Int) {
+        self.init(
+            degrees: turned.degrees, centre: (turned.centreX, turned.centreY),
+            size: (Int(turned.length.rounded()), Int(turned.thickness.rounded())), source: (width, height))
+    }
+
+    private init(
+        degrees: Double, centre: (x: Double, y: Double), size: (width: Int, height: Int),
+        source: (width: Int, height: Int)
+    ) {
         self.degrees = degrees
-        sourceWidth = width
-        sourceHeight = height
+        sourceWidth = source.width
+        sourceHeight = source.height
+        width = max(1, size.width)
+        height = max(1, size.height)
+        (centreX, centreY) = centre
         let radians = degrees * .pi / 180
         cosine = cos(radians)
         sine = sin(radians)
-        self.width = max(1, Int((Double(width) * abs(cosine) + Double(height) * abs(sine)).rounded(.up)))
-        self.height = max(1, Int((Double(width) * abs(sine) + Double(height) * abs(cosine)).rounded(.up)))
     }
 
     /// Where a point of the levelled canvas lies in the source picture: the canvas's x axis runs along the lines.
     func source(_ x: Double, _ y: Double) -> (x: Double, y: Double) {
         let dx = x - Double(width) / 2, dy = y - Double(height) / 2
-        return (
-            Double(sourceWidth) / 2 + dx * cosine - dy * sine, Double(sourceHeight) / 2 + dx * sine + dy * cosine
-        )
+        return (centreX + dx * cosine - dy * sine, centreY + dx * sine + dy * cosine)
     }
 
     /// The picture levelled: each pixel sampled bilinearly, the source's edge pixels carried on past it (no border
@@ -84,11 +105,20 @@ struct Levelling {
             height: max(1, bottom - top), score: box.score)
     }
 
-    /// A line read on the levelled canvas, its and its words' boxes in the source picture.
-    func sourceLine(_ line: PPOCRLine) -> PPOCRLine {
+    /// A line read on the levelled picture in the source picture: its box `box` (the detector's), its words' boxes
+    /// turned back and kept inside it (a word's turned corners can reach past the line's box).
+    func sourceLine(_ line: PPOCRLine, box: TextBox) -> PPOCRLine {
         var line = line
-        line.box = sourceBox(line.box)
-        for index in line.words.indices { line.words[index].box = sourceBox(line.words[index].box) }
+        line.box = box
+        for index in line.words.indices {
+            let word = sourceBox(line.words[index].box)
+            let left = min(max(word.x, box.x), box.x + box.width - 1)
+            let top = min(max(word.y, box.y), box.y + box.height - 1)
+            let right = max(min(word.x + word.width, box.x + box.width), left + 1)
+            let bottom = max(min(word.y + word.height, box.y + box.height), top + 1)
+            line.words[index].box = TextBox(
+                x: left, y: top, width: right - left, height: bottom - top, score: word.score)
+        }
         return line
     }
 }

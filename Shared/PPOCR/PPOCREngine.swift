@@ -67,22 +67,20 @@ public final class PPOCREngine: Sendable {
         decoder = CTCDecoder(characters: models.characters)
     }
 
-    /// Pictures whose lines are turned by this many degrees or more (`DBPostprocessor.skew`) are read levelled; up
-    /// to `maximumLevelledSkew`: a steeper turn is as likely a column of text or a picture on its side.
-    static let levelledSkew = 2.0, maximumLevelledSkew = 25.0
-
     /// The lines of text in `pixels`, in reading order, those read with confidence under `minimumConfidence` left out.
-    /// A picture whose lines are turned is read levelled (`Levelling`), its boxes given back in `pixels`.
+    /// A line turned from level is read levelled (`TurnedBox`, `Levelling`), its words' boxes given back in `pixels`.
     public func read(_ pixels: RGBPixels) throws -> [PPOCRLine] {
         do {
-            let (boxes, skew) = try detectWithSkew(pixels)
-            var lines: [PPOCRLine]
-            if let skew, abs(skew) >= Self.levelledSkew, abs(skew) <= Self.maximumLevelledSkew {
-                let levelling = Levelling(degrees: skew, width: pixels.width, height: pixels.height)
+            var lines = try detectTurned(pixels).compactMap { box, turned -> PPOCRLine? in
+                guard let turned, turned.length >= 8, turned.thickness >= 4 else {
+                    return try recognize(pixels, box: box)
+                }
+                let levelling = Levelling(turned, width: pixels.width, height: pixels.height)
                 let level = levelling.level(pixels)
-                lines = try detect(level).compactMap { try recognize(level, box: $0) }.map(levelling.sourceLine)
-            } else {
-                lines = try boxes.compactMap { try recognize(pixels, box: $0) }
+                return try recognize(
+                    level, box: TextBox(x: 0, y: 0, width: level.width, height: level.height, score: box.score)
+                )
+                .map { levelling.sourceLine($0, box: box) }
             }
             if let segments { lines = try SegmentReading.merge(lines, in: pixels, reader: segments) }
             return lines.filter { $0.confidence >= Self.minimumConfidence && !$0.text.isEmpty }
@@ -92,10 +90,10 @@ public final class PPOCREngine: Sendable {
     }
 
     /// Boxes of text: the picture scaled to fit the detector's canvas (landscape or portrait), padded.
-    public func detect(_ pixels: RGBPixels) throws -> [TextBox] { try detectWithSkew(pixels).boxes }
+    public func detect(_ pixels: RGBPixels) throws -> [TextBox] { try detectTurned(pixels).map(\.box) }
 
-    /// Boxes of text and how far the picture's lines are turned (`DBPostprocessor.skew`).
-    func detectWithSkew(_ pixels: RGBPixels) throws -> (boxes: [TextBox], skew: Double?) {
+    /// Boxes of text, each with its line's turned box where it is turned (`DBPostprocessor.turnedBoxes`).
+    func detectTurned(_ pixels: RGBPixels) throws -> [(box: TextBox, turned: TurnedBox?)] {
         let wide = pixels.width >= pixels.height
         let canvasWidth = wide ? Self.canvas.long : Self.canvas.short
         let canvasHeight = wide ? Self.canvas.short : Self.canvas.long
@@ -110,7 +108,7 @@ public final class PPOCREngine: Sendable {
         guard output.shape == [1, 1, canvasHeight, canvasWidth] else {
             throw PPOCRError(.internal, "PP-OCR's detector answered \(output.shape)")
         }
-        return postprocessor.boxesAndSkew(
+        return postprocessor.turnedBoxes(
             map: output.values, width: canvasWidth, height: canvasHeight, validWidth: width, validHeight: height,
             scale: Double(pixels.width) / Double(width), imageWidth: pixels.width, imageHeight: pixels.height)
     }

@@ -18,11 +18,30 @@ public struct TextBox: Sendable, Hashable {
     }
 }
 
+/// A line of text turned from level: its centre, its length along the line and thickness across it, in an image's
+/// pixels, and its turn in degrees (positive: falling to the right, as y grows downwards).
+public struct TurnedBox: Sendable, Hashable {
+    public var centreX: Double
+    public var centreY: Double
+    public var length: Double
+    public var thickness: Double
+    public var degrees: Double
+
+    public init(centreX: Double, centreY: Double, length: Double, thickness: Double, degrees: Double) {
+        self.centreX = centreX
+        self.centreY = centreY
+        self.length = length
+        self.thickness = thickness
+        self.degrees = degrees
+    }
+}
+
 /// Differentiable Binarization's post-processing: the detector's map of per-pixel text probabilities to boxes
 /// of text. Pixels over `threshold` (dilated by 2 × 2) form regions; a region whose
 /// pixels average under `boxThreshold`, or narrower than 3 pixels, is dropped; the rest are grown by
 /// area × `unclipRatio` / perimeter on every side (the network is trained on shrunk text regions) and scaled to the
-/// image. Boxes are axis-aligned; a picture whose lines are turned is turned level first (`skew`, `PPOCREngine`).
+/// image. Boxes are axis-aligned; a line turned from level also gets its turned box (`turnedBoxes`), which the
+/// recogniser reads levelled (`Levelling`).
 public struct DBPostprocessor: Sendable {
     public var threshold: Float = 0.3
     public var boxThreshold: Double = 0.5
@@ -39,45 +58,29 @@ public struct DBPostprocessor: Sendable {
         map: [Float], width: Int, height: Int, validWidth: Int, validHeight: Int, scale: Double,
         imageWidth: Int, imageHeight: Int
     ) -> [TextBox] {
-        boxesAndSkew(
+        turnedBoxes(
             map: map, width: width, height: height, validWidth: validWidth, validHeight: validHeight, scale: scale,
             imageWidth: imageWidth, imageHeight: imageHeight
-        ).boxes
+        ).map(\.box)
     }
 
-    /// `boxes` and how far the picture's lines are turned, in degrees (positive: they fall to the right, as y grows
-    /// downwards), or nil when they lie level or do not agree: the orientation of each region long enough to be a
-    /// line (three times as long as it is wide at least), their median weighted by size, where at least half the
-    /// lines' pixels lie within 3° of it. A phone held a few degrees off turns every line of a display alike.
-    public func boxesAndSkew(
+    /// `boxes`, each with its line turned where it is (`Region.turned`): what the recogniser reads levelled.
+    public func turnedBoxes(
         map: [Float], width: Int, height: Int, validWidth: Int, validHeight: Int, scale: Double,
         imageWidth: Int, imageHeight: Int
-    ) -> (boxes: [TextBox], skew: Double?) {
+    ) -> [(box: TextBox, turned: TurnedBox?)] {
         let regions = regions(
             map: map, width: width, height: height, validWidth: validWidth, validHeight: validHeight, scale: scale)
-        let boxes = regions.compactMap { $0.box(imageWidth: imageWidth, imageHeight: imageHeight) }
-        return (Self.readingOrder(Array(boxes.prefix(maximumBoxes))), Self.skew(of: regions))
-    }
-
-    static func skew(of regions: [Region]) -> Double? {
-        let lines =
-            regions
-            .compactMap { region -> (angle: Double, weight: Double)? in
-                guard region.count >= 40, let angle = region.lineAngle else { return nil }
-                return (angle, Double(region.count))
-            }
-            .sorted { $0.angle < $1.angle }
-        let total = lines.map(\.weight).reduce(0, +)
-        guard total > 0 else { return nil }
-        var running = 0.0
-        guard
-            let median = lines.first(where: {
-                running += $0.weight
-                return running >= total / 2
-            })?.angle
-        else { return nil }
-        let agreeing = lines.filter { abs($0.angle - median) <= 3 }.map(\.weight).reduce(0, +)
-        return agreeing >= total / 2 ? median : nil
+        var found: [(box: TextBox, turned: TurnedBox?)] = []
+        for region in regions {
+            guard let box = region.box(imageWidth: imageWidth, imageHeight: imageHeight) else { continue }
+            found.append((box, region.turned()))
+            if found.count == maximumBoxes { break }
+        }
+        let order = Self.readingOrder(found.map(\.box))
+        var byBox: [TextBox: [TurnedBox?]] = [:]
+        for item in found { byBox[item.box, default: []].append(item.turned) }
+        return order.map { box in (box, byBox[box]!.removeFirst()) }
     }
 
     /// A connected region of the thresholded map: its bounds and mean probability in map pixels, and the moments of
@@ -115,6 +118,26 @@ public struct DBPostprocessor: Sendable {
             let long = (xx + yy + spread) / 2, short = (xx + yy - spread) / 2
             guard long > 0, long >= 9 * max(short, 0.25) else { return nil }
             return 0.5 * atan2(2 * xy, xx - yy) * 180 / .pi
+        }
+
+        /// The line the region is, as a box turned with it, in image pixels: its length and thickness from its
+        /// moments (a uniform bar of length L has variance L² / 12 along it), grown by area × unclip ratio /
+        /// perimeter on every side as `box` grows, as PaddleOCR's boxes are; nil when it lies within 2° of level,
+        /// turns more than 25° (as likely a column of text or a picture on its side), or is no line.
+        func turned() -> TurnedBox? {
+            guard let angle = lineAngle, abs(angle) >= 2, abs(angle) <= 25 else { return nil }
+            let n = Double(count)
+            let xx = sumXX / n - (sumX / n) * (sumX / n), yy = sumYY / n - (sumY / n) * (sumY / n)
+            let xy = sumXY / n - (sumX / n) * (sumY / n)
+            let spread = ((xx - yy) * (xx - yy) + 4 * xy * xy).squareRoot()
+            var length = (12 * (xx + yy + spread) / 2).squareRoot()
+            var thickness = (12 * max((xx + yy - spread) / 2, 0.25)).squareRoot()
+            let grow = length * thickness * unclipRatio / (2 * (length + thickness))
+            length += 2 * grow
+            thickness += 2 * grow
+            return TurnedBox(
+                centreX: (sumX / n + 0.5) * scale, centreY: (sumY / n + 0.5) * scale, length: length * scale,
+                thickness: thickness * scale, degrees: angle)
         }
 
         /// The region grown by area × unclip ratio / perimeter on every side, scaled to the image and clipped to it;

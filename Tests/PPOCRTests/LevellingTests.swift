@@ -5,8 +5,8 @@ import TextRecognition
 
 @testable import PPOCR
 
-/// A picture whose lines are turned is read levelled: the detector's regions give the turn (`DBPostprocessor.skew`),
-/// `Levelling` turns the picture level for the recogniser and gives its boxes back in the picture's pixels.
+/// A line turned from level is read levelled: its region in the detector's map gives its turned box
+/// (`DBPostprocessor.turnedBoxes`), `Levelling` crops it level for the recogniser and turns its words' boxes back.
 @Suite struct LevellingTests {
     /// A map of `bars` lines of text probability 0.9, each `length` × `thickness`, turned by `degrees` each.
     static func map(degrees: [Double], width: Int = 200, height: Int = 160, length: Double = 120, thickness: Double = 8)
@@ -29,22 +29,26 @@ import TextRecognition
         return map
     }
 
-    static func skew(_ map: [Float]) -> Double? {
-        DBPostprocessor().boxesAndSkew(
+    static func turned(_ map: [Float]) -> [TurnedBox?] {
+        DBPostprocessor().turnedBoxes(
             map: map, width: 200, height: 160, validWidth: 200, validHeight: 160, scale: 1, imageWidth: 200,
             imageHeight: 160
-        ).skew
+        ).map(\.turned)
     }
 
-    @Test func theTurnOfTheLinesIsMeasuredWhereTheyAgree() throws {
-        let turned = try #require(Self.skew(Self.map(degrees: [8, 8, 7])))
-        #expect(abs(turned - 7.7) < 1, "\(turned)")
-        let other = try #require(Self.skew(Self.map(degrees: [-10, -10])))
-        #expect(abs(other + 10) < 1, "\(other)")
-        #expect(abs(try #require(Self.skew(Self.map(degrees: [0, 0, 0])))) < 0.5)
-        // Lines that do not agree (a page's column beside a row), and blobs no longer than they are wide: no turn.
-        #expect(Self.skew(Self.map(degrees: [20, -20])) == nil)
-        #expect(Self.skew(Self.map(degrees: [10, 10], length: 12, thickness: 10)) == nil)
+    /// Each line's own turn, length and thickness (grown as its box is); none for a level line, a blob no longer
+    /// than it is wide, or a line turned steeper than 25°.
+    @Test func eachTurnedLineGetsItsTurnedBox() throws {
+        let lines = Self.turned(Self.map(degrees: [8, -5, 0]))
+        #expect(lines.count == 3)
+        let first = try #require(lines[0]), second = try #require(lines[1])
+        #expect(abs(first.degrees - 8) < 1 && abs(second.degrees + 5) < 1, "\(lines)")
+        // 120 × 8 (9 × 121 once dilated), grown by 121 × 9 × 1.6 / (2 × 130) ≈ 6.7 on every side.
+        #expect(abs(first.length - 134) < 6 && abs(first.thickness - 22) < 4, "\(first)")
+        #expect(abs(first.centreX - 100.5) < 2 && abs(first.centreY - 30.5) < 2, "\(first)")
+        #expect(lines[2] == nil)
+        #expect(Self.turned(Self.map(degrees: [10], length: 12, thickness: 10)) == [nil])
+        #expect(Self.turned(Self.map(degrees: [40])) == [nil])
     }
 
     /// A dark bar turned 10° is level on the levelled canvas (one row band holds it), and a box round it there
@@ -82,19 +86,29 @@ import TextRecognition
         // The whole canvas comes back as the whole picture.
         let whole = levelling.sourceBox(TextBox(x: 0, y: 0, width: level.width, height: level.height, score: 1))
         #expect(whole == TextBox(x: 0, y: 0, width: width, height: height, score: 1))
+
+        // The bar's own turned box, cropped level: the bar runs across the crop's middle rows, all of it.
+        let crop = Levelling(
+            TurnedBox(centreX: 80, centreY: 50, length: 110, thickness: 20, degrees: degrees), width: width,
+            height: height
+        ).level(RGBPixels(width: width, height: height, bytes: bytes))
+        #expect(crop.width == 110 && crop.height == 20)
+        let inked = { (x: Int, y: Int) in crop.bytes[(y * crop.width + x) * 3] < 128 }
+        #expect((5..<105).allSatisfy { inked($0, 10) }, "the bar is not level across the crop")
+        #expect((0..<crop.width).allSatisfy { !inked($0, 2) && !inked($0, 17) }, "the bar is not level in the crop")
     }
 
     /// Turned displays of Tests/SevenSegmentHeldOut that PP-OCR misread in their axis-aligned boxes (`-3857.4` for
-    /// 3857.4, `152` for 162): read levelled, right; the boxes lie in the photo.
+    /// 3857.4, `-56510` for 5651.0): read levelled, right; the boxes lie in the photo.
     @Test func turnedDisplaysAreReadLevelled() throws {
         try #require(DisplayReadingTests.installed, DisplayReadingTests.missing)
         let engine = try PPOCREngine(models: try DisplayReadingTests.models.get())
-        for (name, values) in [("turned-2.jpg", ["3857.4", "15.16"]), ("turned-4.jpg", ["162"])] {
+        for (name, values) in [("turned-2.jpg", ["3857.4", "15.16"]), ("turned-glare-2.jpg", ["5651.0"])] {
             let data = try Data(
                 contentsOf: DisplayReadingTests.root.appendingPathComponent("Tests/SevenSegmentHeldOut/\(name)"))
             let image = try ImageDecoder().decode(data).pages[0]
             let pixels = RGBPixels(width: image.width, height: image.height, bytes: try image.rgbBytes())
-            #expect(abs(try #require(try engine.detectWithSkew(pixels).skew, "\(name)")) > 4)
+            #expect(try engine.detectTurned(pixels).contains { abs($0.turned?.degrees ?? 0) > 4 }, "\(name)")
             let words = try engine.read(pixels).flatMap(\.words)
             for value in values { #expect(words.map(\.text).contains(value), "\(name): \(words.map(\.text))") }
             for word in words {

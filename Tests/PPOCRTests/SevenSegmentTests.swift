@@ -251,7 +251,7 @@ import TextRecognition
         try #require(Self.installed, Self.missing)
         let figures = try Self.read("Tests/SevenSegmentHeldOut")
         #expect(figures.lost.isEmpty, "lost with the reader: \(figures.lost)")
-        // 36 of 54 right (30 by PP-OCR alone, reading turned photos levelled); 34 leaves room for a retrained
+        // 36 of 54 right (31 by PP-OCR alone, reading turned lines levelled); 34 leaves room for a retrained
         // model's small differences.
         #expect(figures.all.1 >= 34, "\(figures.all.1) of \(figures.all.2) values right with the reader")
         // No number wrong without a flag: 21 before PP-OCR's split and contradicted numbers were doubted, 3 before its
@@ -274,7 +274,8 @@ import TextRecognition
             let image = try ImageDecoder().decode(data).pages[0].scaled(by: factor)
             let pixels = RGBPixels(width: image.width, height: image.height, bytes: try image.rgbBytes())
             let lines = try engine.read(pixels)
-            let label = try #require(lines.first { $0.text.contains("Nap") }, "\(name) × \(factor): \(lines.map(\.text))")
+            let label = try #require(
+                lines.first { $0.text.contains("Nap") }, "\(name) × \(factor): \(lines.map(\.text))")
             #expect(label.text == "Napětí" && label.confidence > 0.95, "\(name) × \(factor): \(lines.map(\.text))")
             #expect(lines.allSatisfy { $0.words.allSatisfy { $0.doubt == nil } }, "\(name) × \(factor): \(lines)")
         }
