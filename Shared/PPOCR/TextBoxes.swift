@@ -20,20 +20,12 @@ public struct TextBox: Sendable, Hashable {
 
 /// A line of text turned from level: its centre, its length along the line and thickness across it, in an image's
 /// pixels, and its turn in degrees (positive: falling to the right, as y grows downwards).
-public struct TurnedBox: Sendable, Hashable {
-    public var centreX: Double
-    public var centreY: Double
-    public var length: Double
-    public var thickness: Double
-    public var degrees: Double
-
-    public init(centreX: Double, centreY: Double, length: Double, thickness: Double, degrees: Double) {
-        self.centreX = centreX
-        self.centreY = centreY
-        self.length = length
-        self.thickness = thickness
-        self.degrees = degrees
-    }
+struct TurnedBox: Sendable, Hashable {
+    var centreX: Double
+    var centreY: Double
+    var length: Double
+    var thickness: Double
+    var degrees: Double
 }
 
 /// Differentiable Binarization's post-processing: the detector's map of per-pixel text probabilities to boxes
@@ -65,7 +57,7 @@ public struct DBPostprocessor: Sendable {
     }
 
     /// `boxes`, each with its line turned where it is (`Region.turned`): what the recogniser reads levelled.
-    public func turnedBoxes(
+    func turnedBoxes(
         map: [Float], width: Int, height: Int, validWidth: Int, validHeight: Int, scale: Double,
         imageWidth: Int, imageHeight: Int
     ) -> [(box: TextBox, turned: TurnedBox?)] {
