@@ -43,13 +43,16 @@ import TextRecognition
         let chunk = [UInt8](repeating: 0, count: 64 << 10)
         let other = MemoryReservation(budget)
         #expect(other.grow(by: 3 * chunk.count))
-        let release = Task {
-            try await Task.sleep(for: .milliseconds(150))
+        // The other upload lets go on a thread of its own: a task's timer could wait past the chunk's patience while
+        // other tests' blocking work holds the cooperative pool (seen under a parallel `swift test`), and the chunk
+        // would be refused for the test's sake, not the budget's.
+        let released = Thread {
+            Thread.sleep(forTimeInterval: 0.15)
             other.releaseAll()
         }
+        released.start()
         var upload = UploadCollector(limit: 1 << 30, decoder: ImageDecoder(), reservation: MemoryReservation(budget))
         try await upload.append(chunk)
-        try await release.value
         #expect(upload.data.count == chunk.count)
         #expect(budget.used == chunk.count && budget.refused == 0)
     }
