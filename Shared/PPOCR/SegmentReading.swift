@@ -101,11 +101,13 @@ enum SegmentReading {
         // digit lost after it), or where the reader reads a longer value over them or in their box widened by its
         // height (`8` and `2` of 82, `17.3` of 147.3: PP-OCR drops digits of segments): a part of a value.
         var index = -1
+        var readingsByBox: [TextBox: [SevenSegmentReading]] = [:]
         lines = lines.map { line in
             let split = splitNumbers(line)
             return doubting(line) { word in
                 index += 1
                 guard let readings = readingsOver[index] else { return nil }
+                readingsByBox[word.box, default: []] += readings
                 let digits = word.text.filter(\.isNumber)
                 if isMalformedNumber(word.text) { return "\(word.text) is no well-formed number" }
                 if let longer = readings.first(where: { isLonger($0, than: digits) }) {
@@ -124,9 +126,61 @@ enum SegmentReading {
                 return segmentDisplay ? unconfirmed(word.text, readings: readings) : nil
             }
         }
+        // A number PP-OCR split at gaps between segments is given whole, flagged, on a segment display or where the
+        // reader read digits across its parts (clean segments whose strokes join look like print to it: `99` over
+        // `6.9 9`).
+        lines = lines.map { line in
+            joiningSplitNumbers(line) { parts in
+                segmentDisplay || spansParts(parts.flatMap { readingsByBox[$0.box] ?? [] }, parts.map(\.text))
+            }
+        }
         // PP-OCR's lines keep their order (a template's neighbourhoods and the text read are PP-OCR's); the reader's
         // own lines follow.
         return lines
+    }
+
+    /// The line with each number PP-OCR split at gaps between segments given as one word, its parts joined (`6.9 9`
+    /// → `6.99`, `1 4.57` → `14.57`, `8 2` → `82`: Tests/SevenSegmentHeldOut clean-3, turned-glare-2, Tests/
+    /// SevenSegmentPhotos perspective-1) where they make one well-formed number, and a 6 without its top stroke
+    /// that PP-OCR read as `b` between digits taken for the 6 (`3b3` → `363`). Both are held at
+    /// `doubtfulConfidence` with the reason: a person sees the number to check rather than its pieces.
+    static func joiningSplitNumbers(_ line: PPOCRLine, where isValue: ([PPOCRWord]) -> Bool = { _ in true })
+        -> PPOCRLine
+    {
+        var line = line
+        // From the right, so the indices of the groups still to join stay put; a group whose words are not side by
+        // side in the line is left as read.
+        for group in splitGroups(line).sorted(by: { $0.min()! > $1.min()! })
+        where Set(group) == Set(group.min()!...group.max()!) {
+            let parts = group.map { line.words[$0] }
+            let text = parts.map(\.text).joined()
+            guard !isMalformedNumber(text), isValue(parts) else { continue }
+            let first = parts.first!.box, last = parts.last!.box
+            let top = parts.map(\.box.y).min()!, bottom = parts.map { $0.box.y + $0.box.height }.max()!
+            line.words.replaceSubrange(
+                group.min()!...group.max()!,
+                with: [
+                    PPOCRWord(
+                        text: text, confidence: min(doubtfulConfidence, parts.map(\.confidence).min()!),
+                        box: TextBox(
+                            x: first.x, y: top, width: last.x + last.width - first.x, height: bottom - top,
+                            score: first.score),
+                        doubt: "PP-OCR read \(parts.map(\.text).joined(separator: " ")) there, a value split at gaps "
+                            + "between segments, read together")
+                ])
+        }
+        for index in line.words.indices {
+            let text = line.words[index].text
+            guard text.contains(where: \.isNumber), text.contains("b"), isMalformedNumber(text) else { continue }
+            let six = text.replacingOccurrences(of: "b", with: "6")
+            guard !isMalformedNumber(six) else { continue }
+            line.words[index].text = six
+            line.words[index].confidence = min(line.words[index].confidence, doubtfulConfidence)
+            line.words[index].doubt = "PP-OCR read \(text) there: a 6 without its top stroke looks like a b"
+        }
+        line.text = line.words.map(\.text).joined(separator: " ")
+        line.confidence = line.words.map(\.confidence).reduce(0, +) / Double(max(1, line.words.count))
+        return line
     }
 
     /// Whether PP-OCR read a word of two letters or more, and no digit, over most of `box` with confidence 0.9 and more.
@@ -192,20 +246,42 @@ enum SegmentReading {
     /// `7 2.5 4` of 72.54: PP-OCR splits segment digits at the gaps between segments), by their left edge, with the
     /// numbers read together.
     static func splitNumbers(_ line: PPOCRLine) -> [Int: String] {
-        let numbers = line.words.filter { $0.text.contains(where: \.isNumber) }.sorted { $0.box.x < $1.box.x }
-        var groups: [[PPOCRWord]] = []
-        for word in numbers {
-            if let last = groups.last?.last, word.box.x - (last.box.x + last.box.width) < max(last.box.height, 4) {
-                groups[groups.count - 1].append(word)
-            } else {
-                groups.append([word])
-            }
-        }
         var split: [Int: String] = [:]
-        for group in groups where group.count > 1 {
-            for word in group { split[word.box.x] = group.map(\.text).joined(separator: " ") }
+        for group in splitGroups(line) {
+            let words = group.map { line.words[$0] }
+            for word in words { split[word.box.x] = words.map(\.text).joined(separator: " ") }
         }
         return split
+    }
+
+    /// Whether one of the reader's `readings` over PP-OCR's split `parts` holds digits of two parts or more: two
+    /// digits or more, in order in the parts read together and in no part alone (`99` over `6.9 9`).
+    static func spansParts(_ readings: [SevenSegmentReading], _ parts: [String]) -> Bool {
+        let joined = parts.joined().filter(\.isNumber)
+        return readings.contains { reading in
+            let digits = reading.text.filter(\.isNumber)
+            return digits.count >= 2 && isSubsequence(digits, of: joined)
+                && !parts.contains { isSubsequence(digits, of: $0.filter(\.isNumber)) }
+        }
+    }
+
+    /// The indices of `line`'s words that are numbers standing beside another number, closer than their height, in
+    /// groups of two or more, each from left to right.
+    static func splitGroups(_ line: PPOCRLine) -> [[Int]] {
+        let numbers = line.words.indices.filter { line.words[$0].text.contains(where: \.isNumber) }
+            .sorted { line.words[$0].box.x < line.words[$1].box.x }
+        var groups: [[Int]] = []
+        for index in numbers {
+            let word = line.words[index]
+            if let last = groups.last?.last.map({ line.words[$0] }),
+                word.box.x - (last.box.x + last.box.width) < max(last.box.height, 4)
+            {
+                groups[groups.count - 1].append(index)
+            } else {
+                groups.append([index])
+            }
+        }
+        return groups.filter { $0.count > 1 }
     }
 
     /// Whether the wider region's reading holds the value's digits after others: digits before the region (a

@@ -94,6 +94,53 @@ struct SegmentDoubtTests {
         #expect(SegmentReading.splitNumbers(line) == [100: "6.9 9", 175: "6.9 9"])
     }
 
+    /// A number split at gaps between segments is given whole, flagged (Tests/SevenSegmentHeldOut turned-glare-2's
+    /// `1 4.57` for 14.57, shadow-4's `5 0 3 3.0` for 5033.0, both before as flagged pieces no template could use);
+    /// parts that make no number together, or a split the caller does not take for one value, stay as read.
+    @Test func aNumberSplitAtGapsIsReadTogetherFlagged() {
+        let words = [
+            PPOCRWord(text: "1", confidence: 0.99, box: Self.box(100, 2, 15, 38)),
+            PPOCRWord(text: "4.57", confidence: 0.98, box: Self.box(125, 0, 75, 40)),
+            PPOCRWord(text: "kW", confidence: 1, box: Self.box(210, 0, 30, 40)),
+            PPOCRWord(text: "1.2", confidence: 1, box: Self.box(300, 0, 40, 40)),
+            PPOCRWord(text: "3.4", confidence: 1, box: Self.box(350, 0, 40, 40)),
+        ]
+        let line = PPOCRLine(text: "1 4.57 kW 1.2 3.4", confidence: 1, box: Self.box(100, 0, 290, 40), words: words)
+        let joined = SegmentReading.joiningSplitNumbers(line)
+        #expect(joined.words.map(\.text) == ["14.57", "kW", "1.2", "3.4"])
+        #expect(joined.text == "14.57 kW 1.2 3.4")
+        #expect(joined.words[0].box == Self.box(100, 0, 100, 40))
+        #expect(joined.words[0].confidence == SegmentReading.doubtfulConfidence)
+        #expect(joined.words[0].doubt?.contains("1 4.57") == true)
+        #expect(joined.words[1...].allSatisfy { $0.doubt == nil })
+        #expect(SegmentReading.joiningSplitNumbers(line) { _ in false }.words.map(\.text) == words.map(\.text))
+    }
+
+    /// Where the picture does not look like segments, the reader's digits across the parts show one value (clean-3's
+    /// `99` over `6.9 9`: clean segments whose strokes join look like print to it); digits inside one part do not.
+    @Test func theReadersDigitsAcrossTheSplitShowOneValue() {
+        #expect(SegmentReading.spansParts([Self.reading("99", strokes: 1)], ["6.9", "9"]))
+        #expect(!SegmentReading.spansParts([Self.reading("69", strokes: 1)], ["6.9", "9"]))
+        #expect(!SegmentReading.spansParts([Self.reading("9")], ["6.9", "9"]))
+        #expect(!SegmentReading.spansParts([Self.reading("42")], ["6.9", "9"]))
+        #expect(!SegmentReading.spansParts([], ["6.9", "9"]))
+    }
+
+    /// A 6 without its top stroke is a `b` to PP-OCR (turned-glare-4's `3b3` for 363): between digits it is given as
+    /// the 6, flagged; a word of letters is left alone.
+    @Test func aSixWithoutItsTopIsNoB() {
+        let words = [
+            PPOCRWord(text: "3b3", confidence: 0.9, box: Self.box(0, 0, 60, 40)),
+            PPOCRWord(text: "bb", confidence: 0.96, box: Self.box(100, 0, 40, 40)),
+            PPOCRWord(text: "kWh", confidence: 1, box: Self.box(200, 0, 40, 40)),
+        ]
+        let line = SegmentReading.joiningSplitNumbers(
+            PPOCRLine(text: "3b3 bb kWh", confidence: 0.95, box: Self.box(0, 0, 240, 40), words: words))
+        #expect(line.words.map(\.text) == ["363", "bb", "kWh"])
+        #expect(line.words[0].confidence == SegmentReading.doubtfulConfidence && line.words[0].doubt != nil)
+        #expect(line.words[1].doubt == nil)
+    }
+
     /// On a segment display PP-OCR's number stands only where the reader read it alike as segments (Tests/
     /// SevenSegmentHeldOut: turned-4's `152` for 162 and turned-glare-1's `7.9` for 79 where the reader read other
     /// digits or nothing, noisy-2's `243` for 24.3 where it read the same strokes as print, all unflagged at 0.87–1.0).

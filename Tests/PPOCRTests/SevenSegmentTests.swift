@@ -236,9 +236,9 @@ import TextRecognition
         #expect(figures.lost.isEmpty, "lost with the reader: \(figures.lost)")
         // The issue's goal is 90 % of seven-segment values right; the reader does not reach it yet (README, "Seven
         // segments"): it must add values, never lose one. 35 since lines are flattened and levelled before they are
-        // cut (32 before); 33 leaves room for a retrained model's small differences.
+        // cut (32 before), 36 with split numbers read together; 34 leaves room for a retrained model's small differences.
         #expect(all.1 > all.0, "\(all.1) of \(all.2) values right with the reader, \(all.0) without")
-        #expect(all.1 >= 33, "\(all.1) of \(all.2) values right with the reader")
+        #expect(all.1 >= 34, "\(all.1) of \(all.2) values right with the reader")
         // No number wrong without a flag, the reader's or PP-OCR's (before: `343` for 34.3 and `01.` for 60.1 at 0.90,
         // PP-OCR's `7.9.5`, `1.4.5`, `60.`, and `8` and `2` of 82, all unflagged).
         #expect(figures.silentlyWrong.isEmpty, "read wrong without a flag: \(figures.silentlyWrong)")
@@ -251,9 +251,9 @@ import TextRecognition
         try #require(Self.installed, Self.missing)
         let figures = try Self.read("Tests/SevenSegmentHeldOut")
         #expect(figures.lost.isEmpty, "lost with the reader: \(figures.lost)")
-        // 36 of 54 right (31 by PP-OCR alone, reading turned lines levelled); 34 leaves room for a retrained
-        // model's small differences.
-        #expect(figures.all.1 >= 34, "\(figures.all.1) of \(figures.all.2) values right with the reader")
+        // 43 of 54 right (31 by PP-OCR alone; 36 before split numbers were read together); 41 leaves room for a
+        // retrained model's small differences.
+        #expect(figures.all.1 >= 41, "\(figures.all.1) of \(figures.all.2) values right with the reader")
         // No number wrong without a flag: 21 before PP-OCR's split and contradicted numbers were doubted, 3 before its
         // numbers on a segment display were held to the reader's reading (turned-4's `152` for 162, noisy-2's `243`
         // for 24.3, turned-glare-1's `7.9` for 79, where heavy or blurred segments touch and look like print).
