@@ -1,13 +1,11 @@
 import Foundation
 import OpenCVDNN
 
-/// A turned line of a picture (or the whole picture) made level, and the way back for the boxes found on it.
+/// A turned line of a picture made level, and the way back for the boxes found on it.
 /// PP-OCR's recogniser reads a line's axis-aligned box squeezed to 48 rows: a line turned a few degrees (a phone
 /// held off level, a display in perspective) fills its box with a slope and the lines above and below, and is read
 /// worse than the same line level, so each turned line is cropped level first, as PaddleOCR crops its turned boxes.
 struct Levelling {
-    /// The turn made level, in degrees (positive: falling to the right).
-    let degrees: Double
     let sourceWidth: Int, sourceHeight: Int
     /// The levelled picture's size.
     let width: Int, height: Int
@@ -15,35 +13,14 @@ struct Levelling {
     private let centreX: Double, centreY: Double
     private let cosine: Double, sine: Double
 
-    /// The whole picture turned level by `degrees` onto a canvas that holds all of it.
-    init(degrees: Double, width: Int, height: Int) {
-        let radians = degrees * .pi / 180
-        self.init(
-            degrees: degrees, centre: (Double(width) / 2, Double(height) / 2),
-            size: (
-                Int((Double(width) * abs(cos(radians)) + Double(height) * abs(sin(radians))).rounded(.up)),
-                Int((Double(width) * abs(sin(radians)) + Double(height) * abs(cos(radians))).rounded(.up))
-            ), source: (width, height))
-    }
-
     /// The line `turned` of a picture of `width` × `height`, level: its length by its thickness.
     init(_ turned: TurnedBox, width: Int, height: Int) {
-        self.init(
-            degrees: turned.degrees, centre: (turned.centreX, turned.centreY),
-            size: (Int(turned.length.rounded()), Int(turned.thickness.rounded())), source: (width, height))
-    }
-
-    private init(
-        degrees: Double, centre: (x: Double, y: Double), size: (width: Int, height: Int),
-        source: (width: Int, height: Int)
-    ) {
-        self.degrees = degrees
-        sourceWidth = source.width
-        sourceHeight = source.height
-        width = max(1, size.width)
-        height = max(1, size.height)
-        (centreX, centreY) = centre
-        let radians = degrees * .pi / 180
+        sourceWidth = width
+        sourceHeight = height
+        self.width = max(1, Int(turned.length.rounded()))
+        self.height = max(1, Int(turned.thickness.rounded()))
+        (centreX, centreY) = (turned.centreX, turned.centreY)
+        let radians = turned.degrees * .pi / 180
         cosine = cos(radians)
         sine = sin(radians)
     }
@@ -110,15 +87,19 @@ struct Levelling {
     func sourceLine(_ line: PPOCRLine, box: TextBox) -> PPOCRLine {
         var line = line
         line.box = box
-        for index in line.words.indices {
-            let word = sourceBox(line.words[index].box)
-            let left = min(max(word.x, box.x), box.x + box.width - 1)
-            let top = min(max(word.y, box.y), box.y + box.height - 1)
-            let right = max(min(word.x + word.width, box.x + box.width), left + 1)
-            let bottom = max(min(word.y + word.height, box.y + box.height), top + 1)
-            line.words[index].box = TextBox(
-                x: left, y: top, width: right - left, height: bottom - top, score: word.score)
-        }
+        for index in line.words.indices { line.words[index].box = sourceBox(line.words[index].box).kept(in: box) }
         return line
+    }
+}
+
+extension TextBox {
+    /// The part of the box inside `frame`, at least one pixel of it (a box wholly outside keeps the pixel of `frame`
+    /// nearest to it).
+    func kept(in frame: TextBox) -> TextBox {
+        let left = min(max(x, frame.x), frame.x + frame.width - 1)
+        let top = min(max(y, frame.y), frame.y + frame.height - 1)
+        let right = max(min(x + width, frame.x + frame.width), left + 1)
+        let bottom = max(min(y + height, frame.y + frame.height), top + 1)
+        return TextBox(x: left, y: top, width: right - left, height: bottom - top, score: score)
     }
 }

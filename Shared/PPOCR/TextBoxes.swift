@@ -69,10 +69,7 @@ public struct DBPostprocessor: Sendable {
             found.append((box, region.turned()))
             if found.count == maximumBoxes { break }
         }
-        let order = Self.readingOrder(found.map(\.box))
-        var byBox: [TextBox: [TurnedBox?]] = [:]
-        for item in found { byBox[item.box, default: []].append(item.turned) }
-        return order.map { box in (box, byBox[box]!.removeFirst()) }
+        return Self.readingOrder(found, by: \.box)
     }
 
     /// A connected region of the thresholded map: its bounds and mean probability in map pixels, and the moments of
@@ -100,16 +97,22 @@ public struct DBPostprocessor: Sendable {
 
         var score: Double { sum / Double(max(1, count)) }
 
-        /// The direction of the region's long axis in degrees (−90…90), or nil when it is not three times as long as
-        /// it is wide (a word of one letter, a blob).
-        var lineAngle: Double? {
-            let n = Double(count)
+        /// The variances of the region's pixels along its long and short axes and the long axis's direction in
+        /// degrees (−90…90), from its second moments: the eigen-decomposition of their covariance.
+        var axes: (long: Double, short: Double, degrees: Double) {
+            let n = Double(max(1, count))
             let xx = sumXX / n - (sumX / n) * (sumX / n), yy = sumYY / n - (sumY / n) * (sumY / n)
             let xy = sumXY / n - (sumX / n) * (sumY / n)
             let spread = ((xx - yy) * (xx - yy) + 4 * xy * xy).squareRoot()
-            let long = (xx + yy + spread) / 2, short = (xx + yy - spread) / 2
-            guard long > 0, long >= 9 * max(short, 0.25) else { return nil }
-            return 0.5 * atan2(2 * xy, xx - yy) * 180 / .pi
+            return ((xx + yy + spread) / 2, (xx + yy - spread) / 2, 0.5 * atan2(2 * xy, xx - yy) * 180 / .pi)
+        }
+
+        /// The direction of the region's long axis in degrees (−90…90), or nil when it is not three times as long as
+        /// it is wide (a word of one letter, a blob).
+        var lineAngle: Double? {
+            let axes = axes
+            guard axes.long > 0, axes.long >= 9 * max(axes.short, 0.25) else { return nil }
+            return axes.degrees
         }
 
         /// The line the region is, as a box turned with it, in image pixels: its length and thickness from its
@@ -118,12 +121,8 @@ public struct DBPostprocessor: Sendable {
         /// turns more than 25° (as likely a column of text or a picture on its side), or is no line.
         func turned() -> TurnedBox? {
             guard let angle = lineAngle, abs(angle) >= 2, abs(angle) <= 25 else { return nil }
-            let n = Double(count)
-            let xx = sumXX / n - (sumX / n) * (sumX / n), yy = sumYY / n - (sumY / n) * (sumY / n)
-            let xy = sumXY / n - (sumX / n) * (sumY / n)
-            let spread = ((xx - yy) * (xx - yy) + 4 * xy * xy).squareRoot()
-            var length = (12 * (xx + yy + spread) / 2).squareRoot()
-            var thickness = (12 * max((xx + yy - spread) / 2, 0.25)).squareRoot()
+            let axes = axes, n = Double(count)
+            var length = (12 * axes.long).squareRoot(), thickness = (12 * max(axes.short, 0.25)).squareRoot()
             let grow = length * thickness * unclipRatio / (2 * (length + thickness))
             length += 2 * grow
             thickness += 2 * grow
@@ -196,13 +195,13 @@ public struct DBPostprocessor: Sendable {
         return found
     }
 
-    /// Top to bottom; boxes whose tops lie within 10 pixels of each other left to right.
-    static func readingOrder(_ boxes: [TextBox]) -> [TextBox] {
-        var sorted = boxes.sorted { ($0.y, $0.x) < ($1.y, $1.x) }
+    /// `items` by their boxes top to bottom; boxes whose tops lie within 10 pixels of each other left to right.
+    static func readingOrder<Item>(_ items: [Item], by box: (Item) -> TextBox) -> [Item] {
+        var sorted = items.sorted { (box($0).y, box($0).x) < (box($1).y, box($1).x) }
         guard sorted.count > 1 else { return sorted }
         for i in 0..<(sorted.count - 1) {
             var j = i
-            while j >= 0, abs(sorted[j + 1].y - sorted[j].y) < 10, sorted[j + 1].x < sorted[j].x {
+            while j >= 0, abs(box(sorted[j + 1]).y - box(sorted[j]).y) < 10, box(sorted[j + 1]).x < box(sorted[j]).x {
                 sorted.swapAt(j, j + 1)
                 j -= 1
             }

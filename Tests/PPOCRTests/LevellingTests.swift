@@ -65,7 +65,14 @@ import TextRecognition
                 }
             }
         }
-        let levelling = Levelling(degrees: degrees, width: width, height: height)
+        // The whole picture's turned box: a canvas that holds all of it, turned about its centre.
+        let canvas = (
+            length: (Double(width) * c + Double(height) * s).rounded(.up),
+            thickness: (Double(width) * s + Double(height) * c).rounded(.up)
+        )
+        let levelling = Levelling(
+            TurnedBox(centreX: 80, centreY: 50, length: canvas.length, thickness: canvas.thickness, degrees: degrees),
+            width: width, height: height)
         #expect(levelling.width >= width && levelling.height >= height)
         let level = levelling.level(RGBPixels(width: width, height: height, bytes: bytes))
         // The rows with ink on the levelled canvas: about the bar's thickness, not its slope's 100 × sin 10° = 17.
