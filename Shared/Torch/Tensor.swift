@@ -33,10 +33,40 @@ public enum Torch {
     /// Never more than `OMP_THREAD_LIMIT` allows: libgomp reads it when it loads, and asked for more threads than
     /// it gives, oneDNN's convolutions spun without end (a 24-image training ran 14 CPU-minutes in a process that
     /// inherited `OMP_THREAD_LIMIT=1` — TextRecognition sets it for the `tesseract` program — instead of 1 s).
+    ///
+    /// Unchanged counts are not set again: libtorch's `set_num_threads` also empties oneDNN's cache of prepared
+    /// convolutions, which the next inference would build anew, and starts its process-wide `pthreadpool` anew (a
+    /// Classify did both on every call).
     public static func setThreads(_ count: Int) throws {
         let limit =
             ProcessInfo.processInfo.environment["OMP_THREAD_LIMIT"].flatMap { Int($0) }.map { max(1, $0) } ?? Int.max
-        try check(torch_set_num_threads(Int32(max(1, min(count, limit)))))
+        let threads = max(1, min(count, limit))
+        guard threads != self.threads else { return }
+        try check(torch_set_num_threads(Int32(threads)))
+    }
+
+    /// The name of `onThreadOfItsOwn`'s threads (and so of their OpenMP threads, which Linux names after their creator).
+    public static let threadName = "torch-own"
+
+    /// Runs `work` on a thread of its own that ends with it, and waits for it. libgomp keeps a team of OpenMP threads
+    /// for every thread that ran a parallel operation, for as long as that thread lives; once its threads outnumber
+    /// the cores it no longer spins at its barriers but sleeps, and every team's operations pay for the wake-ups (an
+    /// EfficientNet-Lite0 inference on 2 cores took 10.4 ms on the one thread that had run torch, 18–21 ms on any
+    /// thread once a second had). Long work that runs beside a service's inference thread (a training) runs here, so
+    /// its team goes with the thread.
+    public static func onThreadOfItsOwn<T>(_ work: @escaping @Sendable () throws -> T) throws -> T {
+        let outcome = ThreadOutcome<T>(), done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            // Named for Linux (Foundation keeps `name` to itself there): its OpenMP threads take the name.
+            try? threadName.write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
+            outcome.result = Result { try work() }
+            done.signal()
+        }
+        // As a lane thread's: training recurses through the network's modules.
+        thread.stackSize = 8 << 20
+        thread.start()
+        done.wait()
+        return try outcome.result!.get()
     }
 
     /// Seeds torch's generator (parameter initialisation, rand): with one thread, the same seed and data give
@@ -151,4 +181,9 @@ public final class Tensor: @unchecked Sendable {
             return found == 1
         }
     }
+}
+
+/// What `Torch.onThreadOfItsOwn`'s thread hands back: written before the semaphore is signalled, read after.
+private final class ThreadOutcome<T>: @unchecked Sendable {
+    var result: Result<T, any Error>?
 }

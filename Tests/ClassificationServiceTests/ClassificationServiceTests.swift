@@ -1,7 +1,6 @@
 import Base
 import ClassificationAPI
 import ClassificationCore
-import ClassificationService
 import Foundation
 import Jobs
 import JobsAPI
@@ -15,6 +14,8 @@ import Testing
 import Torch
 import WorkLane
 
+@testable import ClassificationService
+
 /// The classification service's handlers over the in-process transport: the statuses its failures come back with.
 @Suite struct ClassificationServiceTests {
     let store: ClassificationStore
@@ -22,6 +23,7 @@ import WorkLane
     let jobs: JobStore
     /// The service's heavy-work lane (one thread): a test may hold it to make the service fall behind.
     let lane: WorkLane
+    let service: ClassificationService
     let rpc: RPCClient
 
     init(
@@ -39,6 +41,7 @@ import WorkLane
         limits.memoryBudget = memoryBudget
         limits.budgetPatience = budgetPatience
         let service = ClassificationService(store: store, lane: lane, jobs: runner, limits: limits)
+        self.service = service
         rpc = RPCClient(transports: [
             InProcessTransport(
                 server: RPCServer(name: "classification", services: [service, JobsService(runner: runner)]))
@@ -583,8 +586,8 @@ import WorkLane
             width: 640, height: 480, pixels: (0..<640 * 480 * 3).map { UInt8(truncatingIfNeeded: $0 / 7) }
         ).jpeg(quality: 80)
         let gate = DispatchSemaphore(value: 0)
-        // Holds the lane's one thread, so the first frame waits for it while the others arrive.
-        let blocker = Task { try await lane.run { gate.wait() } }
+        // Holds the inference thread, so the first frame waits for it while the others arrive.
+        let blocker = Task { try await service.inferenceLane.run { gate.wait() } }
         try await Task.sleep(for: TestTime.scaled(.milliseconds(100)))
         let (secondPhase, startSecondPhase) = AsyncStream<Void>.makeStream()
         let (lastFrame, sendLastFrame) = AsyncStream<Void>.makeStream()
@@ -595,7 +598,7 @@ import WorkLane
                         ClassificationV1.DetectStreamRequest(
                             request: .init(image: frame, model: "boxes"), frame: UInt64(n)))
                 }
-                // every frame is in the service before the lane frees
+                // every frame is in the service before the inference thread frees
                 try await Task.sleep(for: TestTime.scaled(.milliseconds(400)))
                 gate.signal()
                 for await _ in secondPhase { break }

@@ -22,6 +22,9 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     /// The pretrained network `transfer` trains on.
     public let featurePrint: FeaturePrintSource
     let cache: ModelCache
+    /// The one thread every inference runs on (`inference`), with `Limits.torchThreads` OpenMP threads: a second
+    /// thread running torch's parallel operations would double each inference's time (`Torch.onThreadOfItsOwn`).
+    let inferenceLane: WorkLane
 
     /// The kind of the jobs Train starts.
     public static let trainJobKind = "classification.train"
@@ -53,23 +56,35 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         self.limits = limits
         self.featurePrint = featurePrint
         cache = ModelCache(store: store, logger: logger)
+        inferenceLane = WorkLane(name: "inference", threads: 1, queueLimit: lane.queueLimit)
     }
 
-    /// Runs `work` on the lane with libtorch's threads set for that lane thread (OpenMP's count is per thread).
+    /// Runs `work` on the lane, libtorch on one thread there (OpenMP's count is per thread): what runs on the lane
+    /// (the database, uploads, a model's export) is no inference, and a lane thread that ran torch's parallel
+    /// operations would keep a team of OpenMP threads that slows every inference (`Torch.onThreadOfItsOwn`).
     func heavy<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await lane.run {
+            try Torch.setThreads(1)
+            return try work()
+        }
+    }
+
+    /// Runs `work`, an inference (loading and warming models, classifying, detecting, evaluating), on the inference
+    /// thread with libtorch's `Limits.torchThreads`: one after another, each with every core.
+    func inference<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         let threads = limits.torchThreads
-        return try await lane.run {
+        return try await inferenceLane.run {
             try Torch.setThreads(threads)
             return try work()
         }
     }
 
-    /// Runs `work` on the lane holding the decoded size of `image` (3 bytes a pixel, up to the pixel limit) of the
+    /// Runs `work`, an inference, on the inference thread holding the decoded size of `image` (3 bytes a pixel, up to the pixel limit) of the
     /// memory budget: the lane's threads each decoding a 40-megapixel photo hold 120 MB apiece, which the budget
     /// must see like uploads. A photo that does not fit waits for room, then is refused RESOURCE_EXHAUSTED; one whose
     /// header does not read holds nothing (its decoding fails with the reason).
-    func heavy<T: Sendable>(decoding image: [UInt8], _ work: @escaping @Sendable () throws -> T) async throws -> T {
-        guard let size = try? RGBImage.size(of: image) else { return try await heavy(work) }
+    func inference<T: Sendable>(decoding image: [UInt8], _ work: @escaping @Sendable () throws -> T) async throws -> T {
+        guard let size = try? RGBImage.size(of: image) else { return try await inference(work) }
         let bytes = min(size.width * size.height, limits.pixelLimit) * 3
         let held = MemoryReservation(limits.memoryBudget)
         guard await held.grow(by: bytes, waitingUpTo: limits.budgetPatience) else {
@@ -81,7 +96,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
             )
         }
         defer { held.releaseAll() }
-        return try await heavy(work)
+        return try await inference(work)
     }
 
     // MARK: Datasets
@@ -215,89 +230,100 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         let job = try await jobs.start(
             kind: Self.trainJobKind, submitter: context.submitter, user: context.caller?.name
         ) { context -> ClassificationV1.TrainingResult in
-            try Torch.setThreads(threads)
-            let data = try store.dataset(named: plan.dataset)
-            context.report(progress: 0, message: "preparing \(data.samples.count) images")
-            // Kept with the model: `model show` draws it.
-            var history: [ClassificationCore.TrainingProgress] = []
-            let report: (ClassificationCore.TrainingProgress) throws -> Void = { progress in
-                history.append(progress)
-                try context.checkCancellation()
-                context.report(progress: progress.fraction, message: Self.progressText(progress))
+            // On a thread of its own, so its OpenMP threads end with it and leave inference its speed.
+            try Torch.onThreadOfItsOwn {
+                try Self.train(plan, threads: threads, store: store, featurePrint: featurePrint, context: context)
             }
-            var file: ModelFile
-            do {
-                switch plan.kind {
-                case .classifier:
-                    var options = ClassifierTrainingOptions()
-                    // No algorithm named: transfer for photos when the feature print is installed, else the cnn.
-                    options.algorithm =
-                        plan.algorithm.isEmpty
-                        ? (plan.base == nil
-                            ? ClassifierAlgorithm.automatic(for: data, featurePrintInstalled: featurePrint.isInstalled)
-                            : .cnn)
-                        : plan.classifierAlgorithm
-                    options.epochs = plan.epochs
-                    options.inputSize = plan.imageSize
-                    options.augmentation = plan.augmentation
-                    options.seed = plan.seed
-                    if let size = plan.batchSize { options.batchSize = size }
-                    options.patience = plan.patience
-                    options.fineTune = plan.fineTune
-                    if let fraction = plan.validationFraction { options.validationFraction = fraction }
-                    let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
-                    let base = try plan.base.map { try store.model(named: $0) }
-                    var data = data
-                    if plan.includeFeedback, let feedback = try store.feedbackDataset() {
-                        data = try data.merging(feedback)
-                    }
-                    let print = options.algorithm == .transfer ? try featurePrint.load() : nil
-                    file = try ClassifierTrainer.train(
-                        data, validation: validation, options: options, base: base,
-                        featurePrint: print, featureCache: featurePrint.cache, progress: report)
-                case .detector:
-                    var options = DetectorTrainingOptions()
-                    if let epochs = plan.epochs { options.epochs = epochs }
-                    // A transfer detector sees scenes at the size its feature print was trained at unless told.
-                    let print = plan.algorithm == "transfer" ? try featurePrint.load() : nil
-                    if let print { options.inputSize = print.manifest.inputWidth }
-                    if let size = plan.imageSize { options.inputSize = size }
-                    if let stride = plan.featureStride { options.featureStride = stride }
-                    if let augmentation = plan.augmentation { options.augmentation = augmentation }
-                    options.seed = plan.seed
-                    if let fraction = plan.validationFraction { options.validationFraction = fraction }
-                    // The trainer stores the mAP on the validation dataset or on the scenes it held out.
-                    let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
-                    let base = try plan.base.map { try store.model(named: $0) }
-                    // Boxes labelled by a transfer classifier of their crops, when asked for: a network pass per box
-                    // costs Detect and a stream's frame rate, and such a detector exports to no ONNX.
-                    let crops = (plan.cropClassifier ?? false) ? try featurePrint.load() : nil
-                    file = try DetectorTrainer.train(
-                        data, validation: validation, options: options, base: base, featurePrint: print,
-                        cropClassifier: crops, progress: report)
-                }
-            } catch let interrupted as TrainingInterrupted {
-                // Cancelled: the best model so far is kept, marked as such (`interrupted`), and the job ends
-                // cancelled, saying where the model went.
-                var partial = interrupted.partial
-                partial.header.history = history
-                partial.header.trainingDatasets = Self.trainingDatasets(plan)
-                let name = try plan.name ?? Self.freeName(store, "\(plan.dataset)-\(partial.header.algorithm)")
-                try store.saveModel(partial, name: name)
-                context.report(
-                    progress: history.last?.fraction ?? 0,
-                    message: "cancelled; the best model so far is kept as \(name) (\(partial.header.interrupted ?? ""))"
-                )
-                throw interrupted.cause
-            }
-            try context.checkCancellation()
-            file.header.history = history
-            file.header.trainingDatasets = Self.trainingDatasets(plan)
-            let name = try plan.name ?? Self.freeName(store, "\(plan.dataset)-\(file.header.algorithm)")
-            try store.saveModel(file, name: name)
-            return ClassificationV1.TrainingResult(model: try Self.modelSummary(store, name))
         }
         return JobsV1.Job(job)
+    }
+
+    /// A training job's work: the model trained on `plan` and saved.
+    static func train(
+        _ plan: RequestValidation.Training, threads: Int, store: ClassificationStore, featurePrint: FeaturePrintSource,
+        context: JobContext
+    ) throws -> ClassificationV1.TrainingResult {
+        try Torch.setThreads(threads)
+        let data = try store.dataset(named: plan.dataset)
+        context.report(progress: 0, message: "preparing \(data.samples.count) images")
+        // Kept with the model: `model show` draws it.
+        var history: [ClassificationCore.TrainingProgress] = []
+        let report: (ClassificationCore.TrainingProgress) throws -> Void = { progress in
+            history.append(progress)
+            try context.checkCancellation()
+            context.report(progress: progress.fraction, message: Self.progressText(progress))
+        }
+        var file: ModelFile
+        do {
+            switch plan.kind {
+            case .classifier:
+                var options = ClassifierTrainingOptions()
+                // No algorithm named: transfer for photos when the feature print is installed, else the cnn.
+                options.algorithm =
+                    plan.algorithm.isEmpty
+                    ? (plan.base == nil
+                        ? ClassifierAlgorithm.automatic(for: data, featurePrintInstalled: featurePrint.isInstalled)
+                        : .cnn)
+                    : plan.classifierAlgorithm
+                options.epochs = plan.epochs
+                options.inputSize = plan.imageSize
+                options.augmentation = plan.augmentation
+                options.seed = plan.seed
+                if let size = plan.batchSize { options.batchSize = size }
+                options.patience = plan.patience
+                options.fineTune = plan.fineTune
+                if let fraction = plan.validationFraction { options.validationFraction = fraction }
+                let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
+                let base = try plan.base.map { try store.model(named: $0) }
+                var data = data
+                if plan.includeFeedback, let feedback = try store.feedbackDataset() {
+                    data = try data.merging(feedback)
+                }
+                let print = options.algorithm == .transfer ? try featurePrint.load() : nil
+                file = try ClassifierTrainer.train(
+                    data, validation: validation, options: options, base: base,
+                    featurePrint: print, featureCache: featurePrint.cache, progress: report)
+            case .detector:
+                var options = DetectorTrainingOptions()
+                if let epochs = plan.epochs { options.epochs = epochs }
+                // A transfer detector sees scenes at the size its feature print was trained at unless told.
+                let print = plan.algorithm == "transfer" ? try featurePrint.load() : nil
+                if let print { options.inputSize = print.manifest.inputWidth }
+                if let size = plan.imageSize { options.inputSize = size }
+                if let stride = plan.featureStride { options.featureStride = stride }
+                if let augmentation = plan.augmentation { options.augmentation = augmentation }
+                options.seed = plan.seed
+                if let fraction = plan.validationFraction { options.validationFraction = fraction }
+                // The trainer stores the mAP on the validation dataset or on the scenes it held out.
+                let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
+                let base = try plan.base.map { try store.model(named: $0) }
+                // Boxes labelled by a transfer classifier of their crops, when asked for: a network pass per box
+                // costs Detect and a stream's frame rate, and such a detector exports to no ONNX.
+                let crops = (plan.cropClassifier ?? false) ? try featurePrint.load() : nil
+                file = try DetectorTrainer.train(
+                    data, validation: validation, options: options, base: base, featurePrint: print,
+                    cropClassifier: crops, progress: report)
+            }
+        } catch let interrupted as TrainingInterrupted {
+            // Cancelled: the best model so far is kept, marked as such (`interrupted`), and the job ends
+            // cancelled, saying where the model went.
+            var partial = interrupted.partial
+            partial.header.history = history
+            partial.header.trainingDatasets = Self.trainingDatasets(plan)
+            let name = try plan.name ?? Self.freeName(store, "\(plan.dataset)-\(partial.header.algorithm)")
+            try store.saveModel(partial, name: name)
+            context.report(
+                progress: history.last?.fraction ?? 0,
+                message: "cancelled; the best model so far is kept as \(name) (\(partial.header.interrupted ?? ""))"
+            )
+            throw interrupted.cause
+        }
+        try context.checkCancellation()
+        file.header.history = history
+        file.header.trainingDatasets = Self.trainingDatasets(plan)
+        let name = try plan.name ?? Self.freeName(store, "\(plan.dataset)-\(file.header.algorithm)")
+        try store.saveModel(file, name: name)
+        return ClassificationV1.TrainingResult(model: try Self.modelSummary(store, name))
     }
 
     /// The datasets a training's model learns from: its dataset, and the feedback one when included.
@@ -338,7 +364,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
             throw RPCError(.invalidArgument, "confidence must be 0…1 (got \(confidence))")
         }
         let store = store, cache = cache, owner = Self.owner(context)
-        return try await heavy {
+        return try await inference {
             let engine = try cache.engine(named: model)
             let dataset = try store.dataset(named: datasetName, owner: owner)
             var response = ClassificationV1.EvaluateResponse()
@@ -407,7 +433,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     {
         let plan = try RequestValidation.classify(request)
         let store = store, cache = cache, pixelLimit = limits.pixelLimit
-        return try await heavy(decoding: plan.image) {
+        return try await inference(decoding: plan.image) {
             let (name, app) = try Self.model(plan.model, app: plan.app, kind: .classifier, store: store)
             guard case .classifier(let classifier) = try cache.engine(named: name) else {
                 throw RPCError(
@@ -439,7 +465,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     {
         let plan = try RequestValidation.detect(request)
         let store = store, cache = cache, pixelLimit = limits.pixelLimit
-        return try await heavy(decoding: plan.image) {
+        return try await inference(decoding: plan.image) {
             try Self.detect(plan, store: store, cache: cache, pixelLimit: pixelLimit).response
         }
     }
@@ -559,7 +585,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         let app = try RequestValidation.name(request.app, field: "app")
         let model = try RequestValidation.name(request.model, field: "model")
         let store = store, cache = cache
-        let deployment = try await heavy {
+        let deployment = try await inference {
             let deployment = try store.setDeployment(app: app, model: model)
             // Loaded now, so the app's first caller does not wait for it.
             _ = try? cache.engine(named: model)

@@ -43,7 +43,7 @@ extension ClassificationService {
                 var droppedTotal: UInt64 = 0
                 while let (frame, dropped) = try await mailbox.take() {
                     droppedTotal += dropped
-                    let (result, error) = try await heavy(decoding: frame.plan.image) {
+                    let (result, error) = try await inference(decoding: frame.plan.image) {
                         try Self.detect(frame.plan, store: store, cache: cache, pixelLimit: pixelLimit, lenient: true)
                     }
                     var answer = ClassificationV1.DetectStreamResponse()

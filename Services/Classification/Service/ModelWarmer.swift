@@ -3,7 +3,7 @@ import Foundation
 
 /// Keeps the apps' models loaded: at start, before their first call, and again every `interval`, so a model an
 /// admin set on another replica (they share the database) is loaded here before anyone asks for it. Each load runs
-/// one warm-up inference (`ModelCache.warmUp`). On the lane, as any inference.
+/// one warm-up inference (`ModelCache.warmUp`). On the inference thread, as any inference.
 struct ModelWarmer: BackgroundService {
     let service: ClassificationService
     let interval: Duration
@@ -27,11 +27,12 @@ struct ModelWarmer: BackgroundService {
 }
 
 extension ClassificationService {
-    /// Loads (and warms with one inference each) every app's model not loaded yet, on the lane; the names loaded.
+    /// Loads (and warms with one inference each) every app's model not loaded yet, on the inference thread; the names
+    /// loaded.
     @discardableResult
     public func warmApps() async throws -> [String] {
         let cache = cache
-        return try await heavy { try cache.warmDeployed() }
+        return try await inference { try cache.warmDeployed() }
     }
 
     /// The background service that loads and warms the apps' models at start and every `interval`.
