@@ -82,7 +82,11 @@ public final class PPOCREngine: Sendable {
                 )
                 .map { levelling.sourceLine($0, box: box) }
             }
-            if let segments { lines = try SegmentReading.merge(lines, in: pixels, reader: segments) }
+            if let segments {
+                lines = try SegmentReading.merge(lines, in: pixels, reader: segments) { box in
+                    try self.recognize(pixels, box: box)
+                }
+            }
             return lines.filter { $0.confidence >= Self.minimumConfidence && !$0.text.isEmpty }
         } catch let error as DNNError {
             throw PPOCRError(.internal, "PP-OCR failed: \(error.message)")

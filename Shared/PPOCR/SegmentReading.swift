@@ -24,7 +24,10 @@ enum SegmentReading {
     /// `PPOCREngine.minimumConfidence`, so the value is kept and flagged rather than stored as if right or lost.
     static let doubtfulConfidence = 0.6
 
-    static func merge(_ lines: [PPOCRLine], in pixels: RGBPixels, reader: SevenSegmentReader) throws -> [PPOCRLine] {
+    static func merge(
+        _ lines: [PPOCRLine], in pixels: RGBPixels, reader: SevenSegmentReader,
+        recognize: ((TextBox) throws -> PPOCRLine?)? = nil
+    ) throws -> [PPOCRLine] {
         var lines = lines
         // Every region's reading first: the finder's polarities and dilations give overlapping candidates for one
         // line (a radius that joins a point to its digit, one that tears a `1` off), and the one the reader is
@@ -81,6 +84,12 @@ enum SegmentReading {
                 continue
             }
             lines[index] = replacing(lines[index], with: word)
+        }
+        if let recognize {
+            let found = try recognizedInRegions(
+                all, lines: lines, taken: taken, width: pixels.width, recognize: recognize)
+            lines += found
+            taken += found.map(\.box)
         }
         // What the reader reads over each of PP-OCR's numbers that no value of its own replaced: the regions over it
         // and its box widened by its height.
@@ -141,8 +150,8 @@ enum SegmentReading {
 
     /// The line with each number PP-OCR split at gaps between segments given as one word, its parts joined (`6.9 9`
     /// → `6.99`, `1 4.57` → `14.57`, `8 2` → `82`: Tests/SevenSegmentHeldOut clean-3, turned-glare-2, Tests/
-    /// SevenSegmentPhotos perspective-1) where they make one well-formed number, and a 6 without its top stroke
-    /// that PP-OCR read as `b` between digits taken for the 6 (`3b3` → `363`). Both are held at
+    /// SevenSegmentPhotos perspective-1) where they make one well-formed number, and a malformed number mended
+    /// (`mended`: `3b3` → `363`, `1.4.5` → `14.5`), where `isValue` takes it for one value. Both are held at
     /// `doubtfulConfidence` with the reason: a person sees the number to check rather than its pieces.
     static func joiningSplitNumbers(_ line: PPOCRLine, where isValue: ([PPOCRWord]) -> Bool = { _ in true })
         -> PPOCRLine
@@ -171,16 +180,82 @@ enum SegmentReading {
         }
         for index in line.words.indices {
             let text = line.words[index].text
-            guard text.contains(where: \.isNumber), text.contains("b"), isMalformedNumber(text) else { continue }
-            let six = text.replacingOccurrences(of: "b", with: "6")
-            guard !isMalformedNumber(six) else { continue }
-            line.words[index].text = six
+            guard text.contains(where: \.isNumber), isMalformedNumber(text), isValue([line.words[index]]),
+                let (mended, reason) = mended(text)
+            else { continue }
+            line.words[index].text = mended
             line.words[index].confidence = min(line.words[index].confidence, doubtfulConfidence)
-            line.words[index].doubt = "PP-OCR read \(text) there: a 6 without its top stroke looks like a b"
+            line.words[index].doubt = "PP-OCR read \(text) there: \(reason)"
         }
         line.text = line.words.map(\.text).joined(separator: " ")
         line.confidence = line.words.map(\.confidence).reduce(0, +) / Double(max(1, line.words.count))
         return line
+    }
+
+    /// PP-OCR's recogniser on the reader's regions that look like segments where PP-OCR's detector found no text and
+    /// the reader gave no value: a number read there is a line of its own, flagged unless the reader read the same
+    /// digits and point there surely, two digits at least. PP-OCR's detector misses segment digits whose strokes stand apart (a dim or
+    /// turned thermometer's whole reading), while its recogniser, given the line, reads them as well as print.
+    static func recognizedInRegions(
+        _ all: [(box: TextBox, reading: SevenSegmentReading)], lines: [PPOCRLine], taken: [TextBox], width: Int,
+        recognize: (TextBox) throws -> PPOCRLine?
+    ) throws -> [PPOCRLine] {
+        var found: [PPOCRLine] = []
+        let regions = all.filter { $0.reading.strokesPerDigit >= minimumStrokesPerDigit && $0.reading.digits >= 1 }
+            .sorted { $0.box.width * $0.box.height > $1.box.width * $1.box.height }
+        func number(_ box: TextBox) throws -> PPOCRWord? {
+            guard let line = try recognize(box), line.words.count == 1, let word = line.words.first,
+                isPlainNumber(word.text)
+            else { return nil }
+            return word
+        }
+        for (region, _) in regions where region.height >= 8 {
+            var box = region
+            guard !taken.contains(where: { overlap($0, box) > 0.3 }),
+                !found.contains(where: { overlap($0.box, box) > 0.3 }),
+                !lines.contains(where: { overlap($0.box, box) > 0.3 }),
+                var word = try number(box)
+            else { continue }
+            // A lone digit may be one of a value's digits standing apart, each a region of its own: the row widened by
+            // its height on either side is read, and a longer number there holding the digit taken.
+            if word.text.filter(\.isNumber).count == 1 {
+                let x0 = max(0, box.x - box.height), x1 = min(width, box.x + box.width + box.height)
+                let wide = TextBox(x: x0, y: box.y, width: x1 - x0, height: box.height, score: box.score)
+                if !found.contains(where: { overlap($0.box, wide) > 0.3 }), let longer = try number(wide),
+                    longer.text.filter(\.isNumber).count > 1,
+                    longer.text.contains(word.text.filter(\.isNumber))
+                {
+                    (word, box) = (longer, wide)
+                }
+            }
+            // A lone digit is as often a fragment of a value whose digits stand apart (angled-3's `3` of 37.7).
+            let confirmed = all.contains {
+                overlap($0.box, box) > 0.5 && $0.reading.digits >= 2
+                    && $0.reading.strokesPerDigit >= minimumStrokesPerDigit
+                    && $0.reading.confidence >= minimumConfidence && numeral($0.reading.text) == numeral(word.text)
+            }
+            let sure = confirmed && word.confidence >= minimumConfidence
+            let value = PPOCRWord(
+                text: word.text, confidence: sure ? word.confidence : min(word.confidence, doubtfulConfidence),
+                box: box,
+                doubt: sure
+                    ? nil
+                    : "PP-OCR read it where its detector found no text, in a region the segment reader found, and "
+                        + "the segment reader did not read it alike")
+            found.append(PPOCRLine(text: value.text, confidence: value.confidence, box: box, words: [value]))
+        }
+        return found
+    }
+
+    /// A number and nothing else but a unit after it: a sign, digits, at most one point with digits after it
+    /// (`-12.0`, `9.8°C`, `67%`).
+    static func isPlainNumber(_ text: String) -> Bool {
+        var rest = Substring(text)
+        if let first = rest.first, first == "-" || first == "−" { rest = rest.dropFirst() }
+        let digits = rest.prefix { $0.isNumber || $0 == "." || $0 == "," }
+        let unit = rest.dropFirst(digits.count)
+        return digits.first?.isNumber == true && !isMalformedNumber(String(digits))
+            && !unit.contains { $0.isNumber || $0 == "." }
     }
 
     /// Whether PP-OCR read a word of two letters or more, and no digit, over most of `box` with confidence 0.9 and more.
@@ -252,6 +327,19 @@ enum SegmentReading {
             for word in words { split[word.box.x] = words.map(\.text).joined(separator: " ") }
         }
         return split
+    }
+
+    /// A malformed number PP-OCR read on segments made well-formed, and why, or nil: a `b` between digits is a 6
+    /// without its top stroke (`3b3` → 363); of several points, read in gaps between segments, the last is kept
+    /// (`1.4.5` → 14.5, `7.9.5` → 79.5: a display's point stands among the last digits).
+    static func mended(_ text: String) -> (text: String, reason: String)? {
+        if text.contains("b") {
+            let six = text.replacingOccurrences(of: "b", with: "6")
+            if !isMalformedNumber(six) { return (six, "a 6 without its top stroke looks like a b") }
+        }
+        guard let last = text.lastIndex(of: "."), text.filter({ $0 == "." }).count > 1 else { return nil }
+        let kept = String(text[..<last].filter { $0 != "." }) + text[last...]
+        return isMalformedNumber(kept) ? nil : (kept, "points read in gaps between segments, the last kept")
     }
 
     /// Whether one of the reader's `readings` over PP-OCR's split `parts` holds digits of two parts or more: two

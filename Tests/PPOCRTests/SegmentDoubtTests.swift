@@ -127,7 +127,7 @@ struct SegmentDoubtTests {
     }
 
     /// A 6 without its top stroke is a `b` to PP-OCR (turned-glare-4's `3b3` for 363): between digits it is given as
-    /// the 6, flagged; a word of letters is left alone.
+    /// the 6, flagged; a word of letters is left alone. Of several points (dim-2's `1.4.5` for 14.5) the last is kept.
     @Test func aSixWithoutItsTopIsNoB() {
         let words = [
             PPOCRWord(text: "3b3", confidence: 0.9, box: Self.box(0, 0, 60, 40)),
@@ -137,8 +137,57 @@ struct SegmentDoubtTests {
         let line = SegmentReading.joiningSplitNumbers(
             PPOCRLine(text: "3b3 bb kWh", confidence: 0.95, box: Self.box(0, 0, 240, 40), words: words))
         #expect(line.words.map(\.text) == ["363", "bb", "kWh"])
+        #expect(SegmentReading.mended("1.4.5")?.text == "14.5")
+        #expect(SegmentReading.mended("7.9.5")?.text == "79.5")
+        #expect(SegmentReading.mended("60.") == nil, "a digit lost after the point is not made up")
+        #expect(SegmentReading.mended("1.2.3.4")?.text == "123.4")
+        // Off a segment display (the caller's `isValue`) a version number stays as written.
+        let version = PPOCRLine(
+            text: "1.2.3", confidence: 1, box: Self.box(0, 0, 60, 40),
+            words: [PPOCRWord(text: "1.2.3", confidence: 1, box: Self.box(0, 0, 60, 40))])
+        #expect(SegmentReading.joiningSplitNumbers(version) { _ in false }.words[0].text == "1.2.3")
         #expect(line.words[0].confidence == SegmentReading.doubtfulConfidence && line.words[0].doubt != nil)
         #expect(line.words[1].doubt == nil)
+    }
+
+    /// Where PP-OCR's detector found no text, its recogniser reads the reader's regions that look like segments
+    /// (Tests/SevenSegmentPhotos clean-3's 9.8, jpeg-4's 59.9 and 29.8: nothing read there before): a number is a
+    /// line of its own, flagged unless the reader read it alike, two digits at least; a region over PP-OCR's lines,
+    /// or read as no number, adds nothing; a lone digit is read again with its row widened.
+    @Test func theRecogniserReadsTheReadersRegionsWherePPOCRFoundNoText() throws {
+        let label = PPOCRLine(
+            text: "TEMP", confidence: 1, box: Self.box(0, 0, 80, 30),
+            words: [PPOCRWord(text: "TEMP", confidence: 1, box: Self.box(0, 0, 80, 30))])
+        let texts: [TextBox: String] = [
+            Self.box(100, 50, 90, 40): "9.8", Self.box(100, 150, 90, 40): "48", Self.box(0, 0, 60, 30): "12",
+            Self.box(100, 250, 90, 40): "TEMP", Self.box(130, 350, 30, 40): "3", Self.box(90, 350, 110, 40): "37.7",
+        ]
+        var asked: [TextBox] = []
+        let found = try SegmentReading.recognizedInRegions(
+            texts.keys.map { ($0, Self.reading($0.y == 150 ? "48" : "8", confidence: 0.9, strokes: 3)) },
+            lines: [label],
+            taken: [], width: 640
+        ) { box in
+            asked.append(box)
+            return texts[box].map {
+                PPOCRLine(
+                    text: $0, confidence: 0.95, box: box, words: [PPOCRWord(text: $0, confidence: 0.95, box: box)])
+            }
+        }
+        let byText = Dictionary(uniqueKeysWithValues: found.map { ($0.text, $0.words[0]) })
+        #expect(Set(byText.keys) == ["9.8", "48", "37.7"], "\(found)")
+        #expect(byText["9.8"]?.confidence == SegmentReading.doubtfulConfidence && byText["9.8"]?.doubt != nil)
+        #expect(byText["48"]?.confidence == 0.95 && byText["48"]?.doubt == nil, "read alike by the reader")
+        #expect(byText["37.7"]?.box == Self.box(90, 350, 110, 40) && byText["37.7"]?.doubt != nil)
+        #expect(!asked.contains(Self.box(0, 0, 60, 30)), "a region over PP-OCR's label is not read")
+    }
+
+    /// What the recogniser may give for a value: a number, a unit after it at most.
+    @Test func aPlainNumberIsANumberAndItsUnit() {
+        for text in ["-12.0", "9.8°C", "67%", "5033.0", "−4"] { #expect(SegmentReading.isPlainNumber(text), "\(text)") }
+        for text in ["1.4.5", "TEMP", "3b3", "kWh", "60.", ".5", "12V3"] {
+            #expect(!SegmentReading.isPlainNumber(text), "\(text)")
+        }
     }
 
     /// On a segment display PP-OCR's number stands only where the reader read it alike as segments (Tests/

@@ -236,9 +236,10 @@ import TextRecognition
         #expect(figures.lost.isEmpty, "lost with the reader: \(figures.lost)")
         // The issue's goal is 90 % of seven-segment values right; the reader does not reach it yet (README, "Seven
         // segments"): it must add values, never lose one. 35 since lines are flattened and levelled before they are
-        // cut (32 before), 36 with split numbers read together; 34 leaves room for a retrained model's small differences.
+        // cut (32 before), 36 with split numbers read together, 40 with PP-OCR's recogniser on the reader's regions; 38
+        // leaves room for a retrained model's small differences.
         #expect(all.1 > all.0, "\(all.1) of \(all.2) values right with the reader, \(all.0) without")
-        #expect(all.1 >= 34, "\(all.1) of \(all.2) values right with the reader")
+        #expect(all.1 >= 38, "\(all.1) of \(all.2) values right with the reader")
         // No number wrong without a flag, the reader's or PP-OCR's (before: `343` for 34.3 and `01.` for 60.1 at 0.90,
         // PP-OCR's `7.9.5`, `1.4.5`, `60.`, and `8` and `2` of 82, all unflagged).
         #expect(figures.silentlyWrong.isEmpty, "read wrong without a flag: \(figures.silentlyWrong)")
