@@ -550,6 +550,33 @@ import WorkLane
         try store.saveModel(file, name: "boxes")
     }
 
+    /// Issue 41: Detect and Evaluate without a threshold use the detector's own (`detect_confidence`, calibrated on
+    /// its training's held-out images, shown by ListModels); a threshold the caller names wins.
+    @Test func aDetectorAnswersAtItsOwnThresholdByDefault() async throws {
+        try storeTinyDetector()
+        var file = try store.model(named: "boxes")
+        let photo = try store.dataset(named: "scenes").images.values.sorted { $0.count < $1.count }[0]
+        // The one-epoch detector's boxes down to a low threshold; the model's own set at their middle confidence.
+        let low = try await client.detect(
+            ClassificationV1.DetectRequest(image: photo, model: "boxes", confidenceThreshold: 0.001)
+        ).detections.map(\.confidence).sorted()
+        try #require(low.count >= 2 && low.first! < low.last!, "the tiny detector finds boxes: \(low)")
+        let own = low[low.count / 2]
+        file.header.metrics[DetectorEvaluation.calibratedConfidenceMetric] = own
+        try store.saveModel(file, name: "own")
+        let atOwn = try await client.detect(ClassificationV1.DetectRequest(image: photo, model: "own"))
+        #expect(!atOwn.detections.isEmpty && atOwn.detections.allSatisfy { $0.confidence >= own })
+        #expect(atOwn.detections.count < low.count, "\(atOwn.detections.count) of \(low.count)")
+        let named = try await client.detect(
+            ClassificationV1.DetectRequest(image: photo, model: "own", confidenceThreshold: 0.001))
+        #expect(named.detections.count == low.count)
+        let evaluated = try await client.evaluate(ClassificationV1.EvaluateRequest(model: "own", dataset: "scenes"))
+        #expect(evaluated.confidence == own)
+        let listed = try await client.listModels(ClassificationV1.ListModelsRequest()).models
+        #expect(listed.first { $0.name == "own" }?.detectConfidence == own)
+        #expect(listed.first { $0.name == "boxes" }?.detectConfidence == nil, "trained with nothing held out")
+    }
+
     /// Issue 26: a detector's evaluation counts precision, recall and F1 at the confidence threshold, and warns
     /// when the images are those it was trained on.
     @Test func detectorEvaluationCountsAtTheThresholdAndWarnsOnTrainingImages() async throws {

@@ -33,7 +33,10 @@ public struct StrideComparison {
             let file = try DetectorTrainer.train(
                 train, options: options, featurePrint: featurePrint, cropClassifier: crops ? featurePrint : nil)
             let trained = ContinuousClock.now
-            let evaluation = try DetectorEvaluation.run(try Detectors.load(file), on: test)
+            // At the threshold Detect answers at by default: the detector's own, calibrated on the scenes its
+            // training held out.
+            let evaluation = try DetectorEvaluation.run(
+                try Detectors.load(file), on: test, confidence: DetectorEvaluation.confidence(for: file.header))
             let evaluated = ContinuousClock.now
             return Row(
                 stride: stride, crops: crops, trainingSeconds: Self.seconds(trained - started),

@@ -88,6 +88,7 @@ func modelText(_ m: ClassificationV1.ModelSummary) -> String {
     if let a = m.validationAccuracy { figures.append("validation \(percent(a))") }
     if let a = m.map50 { figures.append(String(format: "mAP50 %.3f", a)) }
     if let a = m.map5095 { figures.append(String(format: "mAP50:95 %.3f", a)) }
+    if let c = m.detectConfidence { figures.append(String(format: "detects at confidence %.2f", c)) }
     if let n = m.trainingImages { figures.append("\(n) training images") }
     return
         "\(m.name): \(m.algorithm)\(m.fineTuned ? " (fine-tuned)" : "")\(m.cropClassifier ? " (crops classified)" : "") \(modelKindName(m.kind)), \(m.labels.count) labels, input \(m.inputWidth)×\(m.inputHeight)"

@@ -174,7 +174,10 @@ struct Detect: AsyncParsableCommand {
     var app: String?
     @Option(help: "A model by name instead of the app's (default: the app's).") var model: String?
     @Option(help: "Only this label (repeatable; default: every label).") var only: [String] = []
-    @Option(help: "Confidence threshold (default 0.25).") var confidence: Double?
+    @Option(
+        help:
+            "Confidence threshold (default: the detector's own, calibrated on its training's held-out images, as `model show` prints it; else 0.25)."
+    ) var confidence: Double?
     @Option(help: "NMS IoU threshold (default 0.45).") var iou: Double?
     @Option(name: .customLong("max"), help: "Most detections (default 100).") var maximum: Int32?
     @Option(

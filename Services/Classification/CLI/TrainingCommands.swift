@@ -164,7 +164,10 @@ struct Evaluate: AsyncParsableCommand {
 
     @Argument(help: "The model to evaluate.") var model: String
     @Argument(help: "A labelled dataset it was not trained on.") var dataset: String
-    @Option(help: "Detectors: the confidence at which precision, recall and F1 are counted (default 0.25, as detect).")
+    @Option(
+        help:
+            "Detectors: the confidence at which precision, recall and F1 are counted (default: as detect, the detector's own or 0.25)."
+    )
     var confidence: Double?
     @OptionGroup var global: GlobalOptions
 

@@ -359,8 +359,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     {
         let model = try RequestValidation.name(request.model, field: "model")
         let datasetName = try RequestValidation.name(request.dataset, field: "dataset")
-        let confidence = request.confidence ?? DetectorEvaluation.defaultConfidence
-        guard confidence.isFinite, (0...1).contains(confidence) else {
+        if let confidence = request.confidence, !confidence.isFinite || !(0...1).contains(confidence) {
             throw RPCError(.invalidArgument, "confidence must be 0…1 (got \(confidence))")
         }
         let store = store, cache = cache, owner = Self.owner(context)
@@ -392,6 +391,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                     ClassificationV1.ConfusionRow(label: label, predicted: row.map(Int64.init))
                 }
             case .detector(let detector):
+                let confidence = request.confidence ?? DetectorEvaluation.confidence(for: detector.header)
                 let evaluation = try DetectorEvaluation.run(detector, on: dataset, confidence: confidence)
                 response.labels = detector.header.labels
                 response.perClass = detector.header.labels.map { label in
@@ -498,7 +498,9 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         }
         let found = photo.mapped(
             try detector.detect(
-                photo.image, confidenceThreshold: plan.confidence, iouThreshold: plan.iou,
+                photo.image,
+                confidenceThreshold: plan.confidence ?? DetectorEvaluation.confidence(for: detector.header),
+                iouThreshold: plan.iou,
                 maximum: plan.maximum, labels: plan.labels))
         var response = ClassificationV1.DetectResponse()
         response.model = name

@@ -17,6 +17,8 @@ extension ClassificationV1.ModelSummary {
         validationAccuracy = header.validationAccuracy
         map50 = header.metrics["map50"]
         map5095 = header.metrics["map50_95"]
+        detectConfidence =
+            header.kind == .detector ? header.metrics[DetectorEvaluation.calibratedConfidenceMetric] : nil
         trainingImages = header.metrics["training_images"].map { Int64($0) }
         trainingSeconds = header.trainingSeconds ?? 0
         size = Int64(model.size)

@@ -228,15 +228,16 @@ enum RequestValidation {
         var model: String?
         var app: String?
         var labels: Set<String>
-        var confidence: Double
+        /// Nil: the model's own (`DetectorEvaluation.confidence(for:)`).
+        var confidence: Double?
         var iou: Double
         var maximum: Int
     }
 
     static func detect(_ request: ClassificationV1.DetectRequest) throws -> Detection {
         guard !request.image.isEmpty else { throw RPCError(.invalidArgument, "image: empty; send PNG or JPEG bytes") }
-        let confidence = request.confidenceThreshold ?? 0.25, iou = request.iouThreshold ?? 0.45
-        guard confidence.isFinite, (0...1).contains(confidence) else {
+        let confidence = request.confidenceThreshold, iou = request.iouThreshold ?? 0.45
+        if let confidence, !confidence.isFinite || !(0...1).contains(confidence) {
             throw RPCError(.invalidArgument, "confidence_threshold must be 0…1 (got \(confidence))")
         }
         guard iou.isFinite, iou > 0, iou <= 1 else {

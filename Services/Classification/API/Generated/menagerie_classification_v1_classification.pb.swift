@@ -644,6 +644,10 @@ extension ClassificationV1 {
         public var apps: [String] = []
         /// A detector whose boxes are labelled by a transfer classifier of their crops (TrainRequest.crop_classifier).
         public var cropClassifier: Bool = false
+        /// A detector's threshold for Detect and Evaluate when the caller names none: the one of 0.25…0.9 whose boxes had
+        /// the best F1 (IoU 0.5, averaged over labels) on the training's held-out images; unset for a classifier, a detector
+        /// trained with nothing held out, or an imported one (they use 0.25).
+        public var detectConfidence: Double? = nil
 
         /// A message with every field at its default.
         public init() {}
@@ -669,7 +673,8 @@ extension ClassificationV1 {
             interrupted: String = "",
             fineTuned: Bool = false,
             apps: [String] = [],
-            cropClassifier: Bool = false
+            cropClassifier: Bool = false,
+            detectConfidence: Double? = nil
         ) {
             self.name = name
             self.kind = kind
@@ -691,6 +696,7 @@ extension ClassificationV1 {
             self.fineTuned = fineTuned
             self.apps = apps
             self.cropClassifier = cropClassifier
+            self.detectConfidence = detectConfidence
         }
     }
 
@@ -2192,6 +2198,7 @@ extension ClassificationV1.ModelSummary: ProtoMessage, ProtobufCBridged {
         fineTuned = reader.value(18)
         apps = reader.repeated(19)
         cropClassifier = reader.value(20)
+        detectConfidence = reader.optional(21)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -2215,6 +2222,7 @@ extension ClassificationV1.ModelSummary: ProtoMessage, ProtobufCBridged {
         writer.set(18, fineTuned)
         writer.set(19, apps)
         writer.set(20, cropClassifier)
+        writer.set(21, detectConfidence)
     }
 }
 
@@ -3874,6 +3882,7 @@ extension ClassificationV1.ModelSummary: ProtoJSONMessage {
         ProtoJSONField(number: 18, protoName: "fine_tuned", jsonName: "fineTuned", kind: .bool, cardinality: .singular),
         ProtoJSONField(number: 19, protoName: "apps", jsonName: "apps", kind: .string, cardinality: .repeated),
         ProtoJSONField(number: 20, protoName: "crop_classifier", jsonName: "cropClassifier", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 21, protoName: "detect_confidence", jsonName: "detectConfidence", kind: .double, cardinality: .optional),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -3898,6 +3907,7 @@ extension ClassificationV1.ModelSummary: ProtoJSONMessage {
         json.value(17, self.fineTuned)
         json.repeated(18, self.apps)
         json.value(19, self.cropClassifier)
+        json.optional(20, self.detectConfidence)
         return json.result
     }
 
@@ -3924,6 +3934,7 @@ extension ClassificationV1.ModelSummary: ProtoJSONMessage {
         try json.value(17, into: &self.fineTuned)
         try json.repeated(18, into: &self.apps)
         try json.value(19, into: &self.cropClassifier)
+        try json.optional(20, into: &self.detectConfidence)
     }
 }
 

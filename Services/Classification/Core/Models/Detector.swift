@@ -195,6 +195,26 @@ public struct DetectorEvaluation: Sendable, Equatable {
     /// absent for a label without objects or that no threshold makes that precise.
     public var operatingPoints: [String: Metrics.OperatingPoint] = [:]
 
+    /// The threshold of `calibrationThresholds` at which the boxes have the best F1 at IoU 0.5, averaged over the
+    /// labels with objects (the lowest of equals); nil without objects. Training stores it in the model
+    /// (`calibratedConfidenceMetric`) and Detect uses it when the caller names none.
+    public var calibratedConfidence: Double?
+
+    /// The thresholds calibration chooses from: Detect's default and higher, never lower, so calibration only drops
+    /// boxes, and only where the held-out images show that dropping them raises F1.
+    public static let calibrationThresholds = stride(from: 0.25, through: 0.9, by: 0.05).map {
+        ($0 * 100).rounded() / 100
+    }
+
+    /// The model metric holding the calibrated threshold.
+    public static let calibratedConfidenceMetric = "detect_confidence"
+
+    /// The threshold Detect and Evaluate use for `header`'s model when the caller names none: its calibrated one,
+    /// else `defaultConfidence`.
+    public static func confidence(for header: ModelHeader) -> Double {
+        header.metrics[calibratedConfidenceMetric].flatMap { (0...1).contains($0) ? $0 : nil } ?? defaultConfidence
+    }
+
     /// The precision an operating point keeps: issue 41's "recall ≥ 0.8 at precision ≥ 0.8" for four-leaf clovers.
     public static let operatingPrecision = 0.8
 
@@ -241,6 +261,18 @@ public struct DetectorEvaluation: Sendable, Equatable {
         var evaluation = DetectorEvaluation(
             ap50: ap50, ap50to95: ap, map50: map50, map50to95: Metrics.meanAveragePrecision(perClass: perClass))
         evaluation.confidence = confidence
+        let withObjects = labels.indices.filter { !truth[$0].isEmpty }
+        if !withObjects.isEmpty {
+            let f1 = { (threshold: Double) in
+                withObjects.map { c in
+                    Metrics.matchCounts(
+                        detections: detections[c], truth: truth[c], confidence: threshold, iouThreshold: 0.5
+                    ).f1
+                }.reduce(0, +) / Double(withObjects.count)
+            }
+            let scored = calibrationThresholds.map { ($0, f1($0)) }
+            evaluation.calibratedConfidence = scored.max { $0.1 < $1.1 || ($0.1 == $1.1 && $0.0 > $1.0) }?.0
+        }
         for (c, label) in labels.enumerated() {
             let counts = Metrics.matchCounts(
                 detections: detections[c], truth: truth[c], confidence: confidence, iouThreshold: 0.5)
@@ -388,7 +420,8 @@ public enum DetectorTrainer {
 
     /// Trains on `dataset` — all of it when a `validation` dataset is given, else all but a seeded
     /// `validationFraction` held out — and stores the mAP at IoU 0.5 and 0.5:0.95 on the validation images (the
-    /// given dataset or the held-out scenes) in the model's metrics (`map50`, `map50_95`, `validation_images`); with
+    /// given dataset or the held-out scenes) in the model's metrics (`map50`, `map50_95`, `validation_images`), and
+    /// the confidence Detect uses by default (`detect_confidence`: `DetectorEvaluation.calibratedConfidence`); with
     /// no validation images there are none.
     ///
     /// `base` (transfer learning) is a trained cnn classifier or yolo detector: the backbone takes its widths and
@@ -560,6 +593,7 @@ public enum DetectorTrainer {
             header.metrics["map50"] = evaluation.map50
             header.metrics["map50_95"] = evaluation.map50to95
             header.metrics["validation_images"] = Double(held.samples.count)
+            header.metrics[DetectorEvaluation.calibratedConfidenceMetric] = evaluation.calibratedConfidence
         }
         if let stopped {
             // No validation per epoch picks a best one: the last epoch's weights, measured as a finished model is.

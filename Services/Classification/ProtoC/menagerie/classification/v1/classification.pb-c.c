@@ -3676,7 +3676,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__training_result_
   (ProtobufCMessageInit) menagerie__classification__v1__training_result__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__model_summary__field_descriptors[20] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__model_summary__field_descriptors[21] =
 {
   {
     "name",
@@ -3918,6 +3918,18 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__model_summa
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "detect_confidence",
+    21,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Classification__V1__ModelSummary, _detect_confidence_case),
+    offsetof(Menagerie__Classification__V1__ModelSummary, detect_confidence),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__model_summary__field_indices_by_name[] = {
   13,   /* field[13] = active */
@@ -3925,6 +3937,7 @@ static const unsigned menagerie__classification__v1__model_summary__field_indice
   18,   /* field[18] = apps */
   12,   /* field[12] = created_at */
   19,   /* field[19] = crop_classifier */
+  20,   /* field[20] = detect_confidence */
   17,   /* field[17] = fine_tuned */
   15,   /* field[15] = history */
   5,   /* field[5] = input_height */
@@ -3944,7 +3957,7 @@ static const unsigned menagerie__classification__v1__model_summary__field_indice
 static const ProtobufCIntRange menagerie__classification__v1__model_summary__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 20 }
+  { 0, 21 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__model_summary__descriptor =
 {
@@ -3954,7 +3967,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__model_summary__d
   "Menagerie__Classification__V1__ModelSummary",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__ModelSummary),
-  20,
+  21,
   menagerie__classification__v1__model_summary__field_descriptors,
   menagerie__classification__v1__model_summary__field_indices_by_name,
   1,  menagerie__classification__v1__model_summary__number_ranges,

@@ -618,6 +618,12 @@ typedef enum {
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_IMAGES__CASE)
 } Menagerie__Classification__V1__ModelSummary__TrainingImagesCase;
 
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___DETECT_CONFIDENCE__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___DETECT_CONFIDENCE_DETECT_CONFIDENCE = 21
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___DETECT_CONFIDENCE__CASE)
+} Menagerie__Classification__V1__ModelSummary__DetectConfidenceCase;
+
 struct  Menagerie__Classification__V1__ModelSummary
 {
   ProtobufCMessage base;
@@ -694,10 +700,19 @@ struct  Menagerie__Classification__V1__ModelSummary
      */
     int64_t training_images;
   };
+  Menagerie__Classification__V1__ModelSummary__DetectConfidenceCase _detect_confidence_case;
+  union {
+    /*
+     * A detector's threshold for Detect and Evaluate when the caller names none: the one of 0.25…0.9 whose boxes had
+     * the best F1 (IoU 0.5, averaged over labels) on the training's held-out images; unset for a classifier, a detector
+     * trained with nothing held out, or an imported one (they use 0.25).
+     */
+    double detect_confidence;
+  };
 };
 #define MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__model_summary__descriptor) \
-    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, 0, 0, 0, 0, 0, 0, 0,NULL, (char *)protobuf_c_empty_string, 0, 0,NULL, 0, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___VALIDATION_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50_95__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_IMAGES__NOT_SET, {0} }
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, 0, 0, 0, 0, 0, 0, 0,NULL, (char *)protobuf_c_empty_string, 0, 0,NULL, 0, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___VALIDATION_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50_95__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_IMAGES__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___DETECT_CONFIDENCE__NOT_SET, {0} }
 
 
 typedef enum {
