@@ -214,6 +214,8 @@ extension ONNXExportTests {
         #expect(
             run.output == [.string("boxes"), .int(1), .int(128), .int(8)] && run.metadata["layout"] == "yolov5",
             "\(run.output)")
+        // The threshold Detect answers at by default, for an app to answer alike.
+        #expect(run.metadata["confidence_threshold"] == String(DetectorEvaluation.confidence(for: file.header)))
         try Self.expectTheServicesBoxes(
             service, on: photos, placed: prepared.map(\.placement), rows: run.probabilities, shape: [1, 128, 8],
             classes: 3, threshold: 0.001)

@@ -110,6 +110,12 @@ public enum ONNXExport {
                     "boxes: [1, N, 5 + \(header.labels.count)] YOLOv5 layout (centre x, y, width, height in input pixels, objectness, class probabilities); no NMS"
                 ))
             entries.append(("layout", "yolov5"))
+            // The threshold the service answers at by default, so an app's boxes match Detect's.
+            entries.append(
+                (
+                    "confidence_threshold",
+                    String(DetectorEvaluation.confidence(for: header))
+                ))
         }
         let normalised = header.mean != nil && header.std != nil
         if let mean = header.mean, let std = header.std {
